@@ -1,0 +1,78 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "CurlQueue",
+    products: [
+        .library(name: "CurlQueue", targets: ["CurlQueue"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
+        // Test-only: the fixture server. SwiftPM does not fetch it for packages that depend on CurlQueue.
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+    ],
+    targets: [
+        // libcurl itself, found through pkg-config, plus a header of static inline shims for
+        // curl's variadic calls (curl_easy_setopt, curl_easy_getinfo, curl_multi_setopt).
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .target(
+            name: "CurlQueue",
+            dependencies: [
+                "CCurl",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "CurlQueueTestSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Tests/CurlQueueTestSupport",
+            swiftSettings: strict
+        ),
+        // Test-only: runs one download in a process of its own, to measure its peak memory.
+        .executableTarget(
+            name: "MemoryProbe",
+            dependencies: ["CurlQueue"],
+            path: "Tests/MemoryProbe",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CurlQueueTests",
+            dependencies: [
+                "CurlQueue",
+                "CurlQueueTestSupport",
+                "MemoryProbe",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict
+        ),
+    ]
+    + ["BatchDownload", "PriorityDaemon", "DownloadProgress"].map { name in
+        // Examples/: small programs for the three uses, built by CI so they never rot.
+        .executableTarget(
+            name: name,
+            dependencies: ["CurlQueue", "CurlQueueTestSupport"],
+            path: "Examples/\(name)",
+            swiftSettings: strict
+        )
+    },
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,195 @@
+import CCurl
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The transfer engine: one thread that drives one libcurl multi handle.
+///
+/// Other threads hand it transfers through a lock-protected inbox and wake it with
+/// `curl_multi_wakeup`; with nothing to do it sleeps in `curl_multi_poll`. Everything libcurl
+/// does — callbacks included — happens on the engine thread, which runs no user code:
+/// delegates get the results there and pass user handlers on to their callback queues.
+///
+/// By default every transfer in the process goes through ``shared``, so connections, DNS
+/// results and TLS sessions are reused across operations and queues.
+final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all other mutable state belongs to the engine thread
+    static let shared = CurlEngine(name: "CurlQueue.engine")
+
+    private enum Command {
+        case add(Transfer)
+        case cancel(Transfer)
+    }
+
+    private struct Inbox {
+        var commands: [Command] = []
+        var threadStarted = false
+    }
+
+    private let name: String
+    private let multi: UnsafeMutableRawPointer
+    private let inbox = Locked(Inbox())
+    private let engineThreadID = Atomic<UInt>(0)
+
+    // Engine thread only.
+    private var idleHandles: [EasyHandle] = []
+    private var activeCount = 0
+    private var localCommands: [Command] = []
+    private let maxIdleHandles = 256
+
+    private static let globalInit: Void = {
+        curl_global_init(Int(CURL_GLOBAL_ALL))
+    }()
+
+    init(name: String) {
+        Self.globalInit
+        self.name = name
+        guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
+        self.multi = multi
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+    }
+
+    /// True on the engine thread.
+    var isOnEngineThread: Bool {
+        engineThreadID.load(ordering: .relaxed) == UInt(pthread_self())
+    }
+
+    /// Hands a transfer to the engine. From any thread; on the engine thread itself (a
+    /// delegate starting the next transfer) it is taken up without a wakeup.
+    func submit(_ transfer: Transfer) {
+        send(.add(transfer))
+    }
+
+    /// Cancels a submitted transfer. Its delegate hears `.cancelled` once the engine has
+    /// removed it from the multi handle, unless it finished first.
+    func cancel(_ transfer: Transfer) {
+        transfer.cancelRequested.store(true, ordering: .relaxed)
+        send(.cancel(transfer))
+    }
+
+    private func send(_ command: Command) {
+        if isOnEngineThread {
+            localCommands.append(command)
+            return
+        }
+        let (wake, start) = inbox.withLock { inbox -> (Bool, Bool) in
+            let wasEmpty = inbox.commands.isEmpty
+            inbox.commands.append(command)
+            let start = !inbox.threadStarted
+            inbox.threadStarted = true
+            return (wasEmpty, start)
+        }
+        if start {
+            let thread = Thread { [self] in run() }
+            thread.name = name
+            thread.start()
+        } else if wake {
+            curl_multi_wakeup(multi)
+        }
+    }
+
+    // MARK: - The engine thread
+
+    private func run() {
+        engineThreadID.store(UInt(pthread_self()), ordering: .relaxed)
+        var running: Int32 = 0
+        while true {
+            let commands = inbox.withLock { inbox in
+                defer { inbox.commands.removeAll(keepingCapacity: true) }
+                return inbox.commands
+            }
+            for command in commands { handle(command) }
+            repeat {
+                let local = localCommands
+                localCommands.removeAll(keepingCapacity: true)
+                for command in local { handle(command) }
+                curl_multi_perform(multi, &running)
+                drainMessages()
+            } while !localCommands.isEmpty
+            // curl lowers the timeout to its own next deadline; the wakeup ends it at once.
+            curl_multi_poll(multi, nil, 0, activeCount == 0 ? 60_000 : 1000, nil)
+        }
+    }
+
+    private func handle(_ command: Command) {
+        switch command {
+        case .add(let transfer):
+            if transfer.cancelRequested.load(ordering: .relaxed) {
+                transfer.finish(.failure(.cancelled))
+                return
+            }
+            start(transfer)
+        case .cancel(let transfer):
+            guard let easy = transfer.easy else { return }  // finished, or will see the flag
+            curl_multi_remove_handle(multi, easy)
+            transfer.abandon()
+            release(transfer)
+            transfer.finish(.failure(.cancelled))
+        }
+    }
+
+    private func start(_ transfer: Transfer) {
+        let handle = idleHandles.popLast() ?? EasyHandle()
+        do {
+            try transfer.configure(handle.easy, errorBuffer: handle.errorBuffer)
+        } catch {
+            transfer.easy = nil
+            transfer.releaseCurlResources()
+            recycle(handle)
+            transfer.finish(.failure(error))
+            return
+        }
+        transfer.handle = handle
+        activeCount += 1
+        // The multi handle's reference: balanced in `release`.
+        _ = Unmanaged.passRetained(transfer)
+        let status = curl_multi_add_handle(multi, handle.easy)
+        if status != CURLM_OK {
+            let message = String(cString: curl_multi_strerror(status))
+            release(transfer)
+            transfer.finish(.failure(.transport(TransportFailure(code: CurlCode(rawValue: 2), message: message))))
+            return
+        }
+    }
+
+    private func drainMessages() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let code = ccurl_msg_result(message)
+            var pointer: UnsafeMutableRawPointer?
+            _ = ccurl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer)
+            guard let pointer else { continue }
+            let transfer = Unmanaged<Transfer>.fromOpaque(pointer).takeUnretainedValue()
+            curl_multi_remove_handle(multi, easy)
+            let completion = transfer.complete(code: code, errorBuffer: transfer.handle!.errorBuffer)
+            release(transfer)
+            switch completion {
+            case .finished(let outcome):
+                transfer.finish(outcome)
+            case .restart:
+                transfer.prepareRestart()
+                start(transfer)
+            }
+        }
+    }
+
+    /// Detaches the transfer from its easy handle, returns the handle to the pool, and drops
+    /// the multi handle's reference to the transfer.
+    private func release(_ transfer: Transfer) {
+        guard let handle = transfer.handle else { return }
+        transfer.handle = nil
+        transfer.releaseCurlResources()
+        recycle(handle)
+        activeCount -= 1
+        Unmanaged.passUnretained(transfer).release()
+    }
+
+    private func recycle(_ handle: EasyHandle) {
+        if idleHandles.count < maxIdleHandles {
+            handle.reset()
+            idleHandles.append(handle)
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import CCurl
+import Foundation
+import HTTPTypes
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// libcurl's callbacks, called on the engine thread from inside curl_multi_perform. Each gets
+// the Transfer through its userdata pointer, unretained: the engine holds the transfer
+// (through CURLOPT_PRIVATE) for as long as its easy handle is in the multi handle.
+
+let transferHeaderCallback: ccurl_data_callback = { buffer, size, count, userdata in
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    let length = size * count
+    transfer.didReceiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
+    return length
+}
+
+let transferWriteCallback: ccurl_data_callback = { buffer, size, count, userdata in
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    let length = size * count
+    return transfer.didReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
+}
+
+let transferReadCallback: ccurl_data_callback = { buffer, size, count, userdata in
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    let target = UnsafeMutableRawBufferPointer(start: buffer, count: size * count)
+    return transfer.upload?.read(into: target) ?? Int(CURL_READFUNC_ABORT)
+}
+
+let transferSeekCallback: ccurl_seek_callback = { userdata, offset, origin in
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    guard origin == SEEK_SET, transfer.upload?.seek(to: Int64(offset)) == true else {
+        return CURL_SEEKFUNC_CANTSEEK
+    }
+    return CURL_SEEKFUNC_OK
+}
+
+let transferProgressCallback: ccurl_xferinfo_callback = { userdata, dltotal, dlnow, ultotal, ulnow in
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    if transfer.cancelRequested.load(ordering: .relaxed) { return 1 }
+    transfer.progressTick(dltotal: Int64(dltotal), dlnow: Int64(dlnow), ultotal: Int64(ultotal), ulnow: Int64(ulnow))
+    return 0
+}
+
+extension Transfer {
+    /// The shortest interval between two progress reports of one transfer.
+    static let progressInterval: UInt64 = 50_000_000
+
+    func didReceiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+        let wasComplete = head.isComplete
+        head.consume(line)
+        if head.isComplete, !wasComplete, let file, head.status == 206, file.resumeOffset > 0 {
+            progressBase = file.resumeOffset
+        }
+    }
+
+    /// Returns false to make libcurl abort the transfer (with `callbackFailure` set).
+    func didReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if bodySink == .undecided {
+            bodySink = .memory
+            if file != nil, let status = head.status, (200..<300).contains(status), request.method != .head {
+                do {
+                    try openDestination(status: status)
+                    bodySink = .file
+                } catch {
+                    callbackFailure = error
+                    return false
+                }
+            }
+        }
+        if bodySink == .file {
+            do {
+                try file!.write(bytes)
+            } catch {
+                callbackFailure = error
+                return false
+            }
+        } else {
+            memoryBody.append(bytes.assumingMemoryBound(to: UInt8.self))
+        }
+        return true
+    }
+
+    /// Opens the `.part` file for a 2xx body: appending when the server honoured our Range.
+    private func openDestination(status: Int) throws(RequestError) {
+        guard var file else { return }
+        defer { self.file = file }
+        var append = false
+        if status == 206, file.resumeOffset > 0 {
+            guard let value = head.fields[.contentRange], let range = ContentRange(value),
+                  range.first == file.resumeOffset else {
+                file.discard()
+                rangeRefused = true
+                restartPending = true
+                throw .transport(TransportFailure(code: .rangeError, message: "the server answered another range than asked for"))
+            }
+            append = true
+        }
+        try file.open(append: append)
+    }
+
+    func progressTick(dltotal: Int64, dlnow: Int64, ultotal: Int64, ulnow: Int64) {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let nanos = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        guard nanos &- lastProgressNanos >= Self.progressInterval else { return }
+        lastProgressNanos = nanos
+        let download = TransferProgress(
+            bytesTransferred: progressBase + dlnow,
+            totalBytes: dltotal > 0 ? progressBase + dltotal : nil)
+        let upload = TransferProgress(bytesTransferred: ulnow, totalBytes: ultotal > 0 ? ultotal : nil)
+        reportProgress(download: download, upload: upload)
+    }
+}

@@ -1,0 +1,125 @@
+import CCurl
+import Foundation
+import HTTPTypes
+
+extension Transfer {
+    /// What the engine does with a transfer whose libcurl work ended.
+    enum Completion {
+        /// Report this outcome.
+        case finished(AttemptOutcome)
+        /// The server refused or ignored the Range of a resume: run again from byte 0.
+        case restart
+    }
+
+    /// Turns libcurl's result into an outcome, on the engine thread, and finishes the
+    /// destination file: renamed into place after a complete 2xx body, kept as `.part` for a
+    /// resume after a failure.
+    func complete(code: CURLcode, errorBuffer: UnsafePointer<CChar>) -> Completion {
+        guard let easy else { return .finished(.failure(.transport(TransportFailure(code: CurlCode(rawValue: 2), message: "no handle")))) }
+        if restartPending { return .restart }
+        if let callbackFailure {
+            file?.close()
+            return .finished(.failure(callbackFailure))
+        }
+        if code != CURLE_OK {
+            file?.close()
+            return .finished(.failure(Self.error(for: code, errorBuffer: errorBuffer)))
+        }
+
+        if !head.isComplete {
+            // libcurl takes a connection closed in the middle of the head for a complete,
+            // empty response; it is not one.
+            file?.close()
+            let failure = TransportFailure(code: .partialFile, message: "the connection closed before the response head was complete")
+            return .finished(.failure(.transport(failure)))
+        }
+
+        var responseCode = 0
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &responseCode)
+        let status = head.status ?? responseCode
+        if status == 416, let file, file.resumeOffset > 0 {
+            // The .part file is as long as the resource, or longer: start again from empty.
+            self.file?.discard()
+            rangeRefused = true
+            return .restart
+        }
+
+        var response = Response(
+            status: HTTPResponse.Status(code: status),
+            headerFields: head.fields,
+            body: memoryBody,
+            fileURL: nil,
+            effectiveURL: Self.string(easy, CURLINFO_EFFECTIVE_URL).flatMap(URL.init(string:)),
+            httpVersion: head.version,
+            metrics: Self.metrics(easy),
+            attempts: attempt)
+        memoryBody = Data()
+
+        if var file {
+            if (200..<300).contains(status), request.method != .head {
+                do {
+                    try file.commit()
+                    response.fileURL = file.destination
+                } catch {
+                    file.close()
+                    return .finished(.failure(error))
+                }
+            } else {
+                file.close()
+            }
+            self.file = nil
+        }
+        return .finished(.response(response))
+    }
+
+    /// The engine let go of a cancelled transfer: keep the `.part` file for a later resume.
+    func abandon() {
+        file?.close()
+        file = nil
+    }
+
+    static func error(for code: CURLcode, errorBuffer: UnsafePointer<CChar>) -> RequestError {
+        let detail = String(cString: errorBuffer)
+        let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        let failure = TransportFailure(code: CurlCode(rawValue: Int32(code.rawValue)), message: message)
+        switch failure.code {
+        case .operationTimedOut: return .timedOut(failure)
+        case .urlMalformat: return .invalidRequest("malformed URL: \(message)")
+        default: return .transport(failure)
+        }
+    }
+
+    private static func string(_ easy: UnsafeMutableRawPointer, _ info: CURLINFO) -> String? {
+        var pointer: UnsafeMutablePointer<CChar>?
+        guard ccurl_easy_getinfo_string(easy, info, &pointer) == CURLE_OK, let pointer else { return nil }
+        return String(cString: pointer)
+    }
+
+    private static func metrics(_ easy: UnsafeMutableRawPointer) -> TransferMetrics {
+        func micros(_ info: CURLINFO) -> Duration {
+            var value: curl_off_t = 0
+            _ = ccurl_easy_getinfo_off_t(easy, info, &value)
+            return .microseconds(Int64(value))
+        }
+        func count(_ info: CURLINFO) -> Int64 {
+            var value: curl_off_t = 0
+            _ = ccurl_easy_getinfo_off_t(easy, info, &value)
+            return Int64(value)
+        }
+        func long(_ info: CURLINFO) -> Int {
+            var value = 0
+            _ = ccurl_easy_getinfo_long(easy, info, &value)
+            return value
+        }
+        return TransferMetrics(
+            nameLookup: micros(CURLINFO_NAMELOOKUP_TIME_T),
+            connect: micros(CURLINFO_CONNECT_TIME_T),
+            tlsHandshake: micros(CURLINFO_APPCONNECT_TIME_T),
+            timeToFirstByte: micros(CURLINFO_STARTTRANSFER_TIME_T),
+            total: micros(CURLINFO_TOTAL_TIME_T),
+            bytesSent: count(CURLINFO_SIZE_UPLOAD_T),
+            bytesReceived: count(CURLINFO_SIZE_DOWNLOAD_T),
+            redirectCount: long(CURLINFO_REDIRECT_COUNT),
+            connectionsOpened: long(CURLINFO_NUM_CONNECTS))
+    }
+}

@@ -1,0 +1,128 @@
+import CCurl
+import Foundation
+import HTTPTypes
+
+extension Transfer {
+    /// Sets every option of `easy` for this attempt, on the engine thread. Throws for a
+    /// request that cannot be sent; nothing is sent then.
+    func configure(_ easy: UnsafeMutableRawPointer, errorBuffer: UnsafeMutablePointer<CChar>) throws(RequestError) {
+        if let problem = request.problems.first { throw .invalidRequest(problem) }
+        let scheme = request.url.scheme?.lowercased() ?? ""
+        guard request.allowedSchemes.contains(where: { $0.lowercased() == scheme }) else {
+            throw .invalidRequest("scheme \(scheme.isEmpty ? "(none)" : scheme) is not allowed")
+        }
+        if let destination = request.destination {
+            file = try DestinationFile(destination: destination, resume: (request.resume || attempt > 1) && !rangeRefused)
+        }
+        self.easy = easy
+
+        let this = Unmanaged.passUnretained(self).toOpaque()
+        var status = CURLE_OK
+        func set(_ option: CURLoption, _ value: Int) { if status == CURLE_OK { status = ccurl_easy_setopt_long(easy, option, value) } }
+        func set(_ option: CURLoption, _ value: String) { if status == CURLE_OK { status = ccurl_easy_setopt_string(easy, option, value) } }
+
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        errorBuffer[0] = 0
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, this)
+        set(CURLOPT_URL, request.url.absoluteString)
+        let protocols = request.allowedSchemes.map { $0.lowercased() }.sorted().joined(separator: ",")
+        set(CURLOPT_PROTOCOLS_STR, protocols)
+        set(CURLOPT_REDIR_PROTOCOLS_STR, protocols)
+        set(CURLOPT_NOSIGNAL, 1)
+        set(CURLOPT_TCP_KEEPALIVE, 1)
+        set(CURLOPT_PIPEWAIT, 1)
+
+        switch request.redirectPolicy {
+        case .none:
+            set(CURLOPT_FOLLOWLOCATION, 0)
+        case .follow(let max):
+            set(CURLOPT_FOLLOWLOCATION, 1)
+            set(CURLOPT_MAXREDIRS, Swift.max(0, max))
+        }
+        set(CURLOPT_UNRESTRICTED_AUTH, 0)
+
+        if let connect = request.timeouts.connect { set(CURLOPT_CONNECTTIMEOUT_MS, Swift.max(1, connect.clampedMilliseconds)) }
+        if let total = request.timeouts.total { set(CURLOPT_TIMEOUT_MS, Swift.max(1, total.clampedMilliseconds)) }
+        if let idle = request.timeouts.idle {
+            set(CURLOPT_LOW_SPEED_LIMIT, 1)
+            set(CURLOPT_LOW_SPEED_TIME, Swift.max(1, (idle.clampedMilliseconds + 999) / 1000))
+        }
+
+        if let caFile = request.tls.caFile { set(CURLOPT_CAINFO, caFile) }
+        if let caDirectory = request.tls.caDirectory { set(CURLOPT_CAPATH, caDirectory) }
+        if let pin = request.tls.pinnedPublicKey { set(CURLOPT_PINNEDPUBLICKEY, pin) }
+
+        try configureMethodAndBody(easy, status: &status)
+        configureHeaders(easy)
+
+        if let file, file.resumeOffset > 0 { set(CURLOPT_RANGE, "\(file.resumeOffset)-") }
+
+        _ = ccurl_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, transferWriteCallback)
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, this)
+        _ = ccurl_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, transferHeaderCallback)
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, this)
+        if wantsProgress {
+            _ = ccurl_easy_setopt_xferinfo_callback(easy, transferProgressCallback)
+            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_XFERINFODATA, this)
+            set(CURLOPT_NOPROGRESS, 0)
+        }
+
+        if status != CURLE_OK {
+            throw .invalidRequest("libcurl refused an option: \(String(cString: curl_easy_strerror(status)))")
+        }
+    }
+
+    private func configureMethodAndBody(_ easy: UnsafeMutableRawPointer, status: inout CURLcode) throws(RequestError) {
+        let method = request.method
+        var body = request.body
+        if body == nil, method == .post || method == .put || method == .patch { body = .bytes(Data()) }
+
+        if let body {
+            let source = try UploadSource(body)
+            upload = source
+            let this = Unmanaged.passUnretained(self).toOpaque()
+            _ = ccurl_easy_setopt_data_callback(easy, CURLOPT_READFUNCTION, transferReadCallback)
+            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_READDATA, this)
+            _ = ccurl_easy_setopt_seek_callback(easy, transferSeekCallback)
+            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, this)
+            if method == .post {
+                // POST keeps curl's redirect rules (301/302/303 become GET).
+                status = ccurl_easy_setopt_long(easy, CURLOPT_POST, 1)
+                _ = ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(source.count))
+            } else {
+                status = ccurl_easy_setopt_long(easy, CURLOPT_UPLOAD, 1)
+                _ = ccurl_easy_setopt_off_t(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(source.count))
+                if method != .put { _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue) }
+            }
+        } else if method == .head {
+            status = ccurl_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
+        } else {
+            status = ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+            if method != .get { _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue) }
+        }
+    }
+
+    private func configureHeaders(_ easy: UnsafeMutableRawPointer) {
+        var list: UnsafeMutablePointer<curl_slist>?
+        func append(_ line: String) {
+            if let extended = curl_slist_append(list, line) { list = extended }
+        }
+        for field in request.headerFields {
+            // "Name;" is curl's way of sending a field with an empty value.
+            append(field.value.isEmpty ? "\(field.name.rawName);" : "\(field.name.rawName): \(field.value)")
+        }
+        // No `Expect: 100-continue` wait, and no curl-made form Content-Type, unless asked for.
+        if request.headerFields[.expect] == nil { append("Expect:") }
+        if request.method == .post, request.headerFields[.contentType] == nil { append("Content-Type:") }
+        headerList = list
+        _ = ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list)
+    }
+
+    /// Frees what the attempt held of libcurl's, before the handle goes back to the pool.
+    func releaseCurlResources() {
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = nil
+        easy = nil
+        upload = nil
+    }
+}

@@ -1,0 +1,84 @@
+import CCurl
+import Foundation
+import HTTPTypes
+import Synchronization
+
+/// Who hears about a transfer. Called on the engine thread: implementations do their
+/// bookkeeping and hand anything that is user code to another queue.
+protocol TransferDelegate: AnyObject, Sendable {
+    /// Throttled progress; bytes include what a resumed download already had.
+    func transfer(_ transfer: Transfer, didProgressDownload download: TransferProgress, upload: TransferProgress)
+    /// The attempt is over, successfully or not, and the engine has let go of it.
+    func transfer(_ transfer: Transfer, didFinishWith outcome: AttemptOutcome)
+}
+
+/// One attempt of one operation: the request, where its body goes, and what came back.
+///
+/// A transfer is made on any thread and handed to the engine; from then on only the engine
+/// thread touches its mutable state (libcurl calls its callbacks from `curl_multi_perform`
+/// on that thread). The one exception is `cancelRequested`, an atomic.
+final class Transfer: @unchecked Sendable {  // safe: mutable state is confined to the engine thread (see above)
+    let request: Request
+    let attempt: Int
+    let wantsProgress: Bool
+    /// Set from any thread by `CurlEngine.cancel`; a transfer that sees it before it starts never starts.
+    let cancelRequested = Atomic<Bool>(false)
+
+    // Engine thread only, from here on.
+    private(set) var delegate: (any TransferDelegate)?
+    var easy: UnsafeMutableRawPointer?
+    var handle: EasyHandle?
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    var head = ResponseHeadParser()
+    var memoryBody = Data()
+    var file: DestinationFile?
+    /// Where the body goes, decided at its first byte.
+    var bodySink = BodySink.undecided
+    /// Set when the server refused our Range or answered another one: the attempt runs
+    /// again (once) from byte 0, without a Range.
+    var rangeRefused = false
+    /// The engine runs the attempt again when it completes.
+    var restartPending = false
+    var upload: UploadSource?
+    /// A failure found by a callback (a disk error, a bad Content-Range); it wins over the
+    /// CURLcode that aborting the transfer produces.
+    var callbackFailure: RequestError?
+    var lastProgressNanos: UInt64 = 0
+    var progressBase: Int64 = 0
+
+    enum BodySink {
+        case undecided
+        case memory
+        case file
+    }
+
+    init(request: Request, attempt: Int, wantsProgress: Bool, delegate: any TransferDelegate) {
+        self.request = request
+        self.attempt = attempt
+        self.wantsProgress = wantsProgress
+        self.delegate = delegate
+    }
+
+    /// Clears what the first run of the attempt received, before the engine runs it again
+    /// without a Range.
+    func prepareRestart() {
+        head = ResponseHeadParser()
+        memoryBody = Data()
+        bodySink = .undecided
+        callbackFailure = nil
+        restartPending = false
+        progressBase = 0
+        file = nil
+    }
+
+    /// Reports the end of the attempt and drops the delegate (it usually owns this transfer).
+    func finish(_ outcome: AttemptOutcome) {
+        let delegate = self.delegate
+        self.delegate = nil
+        delegate?.transfer(self, didFinishWith: outcome)
+    }
+
+    func reportProgress(download: TransferProgress, upload: TransferProgress) {
+        delegate?.transfer(self, didProgressDownload: download, upload: upload)
+    }
+}

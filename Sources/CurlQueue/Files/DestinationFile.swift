@@ -1,0 +1,94 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Where a download to a file writes: `<destination>.part`, renamed to the destination once
+/// the transfer is complete and successful. A file never stands under its final name before
+/// it is whole, whatever happens to the process.
+///
+/// Confined to the engine thread. The `.part` file is opened at the first body byte of a 2xx
+/// response (so error responses create no file), in append mode when the server honoured the
+/// `Range` the transfer asked for, truncated otherwise.
+struct DestinationFile {
+    let destination: URL
+    let partPath: String
+    /// Bytes of a previous attempt to ask the server for the rest of (0 = ask for everything).
+    let resumeOffset: Int64
+    private var descriptor: Int32 = -1
+    private(set) var bytesWritten: Int64 = 0
+
+    /// Prepares the destination; reads the size of an existing `.part` when resuming.
+    init(destination: URL, resume: Bool) throws(RequestError) {
+        self.destination = destination
+        self.partPath = destination.path + ".part"
+        let directory = destination.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .fileSystem("destination folder \(directory) does not exist")
+        }
+        var info = stat()
+        if resume, stat(partPath, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+            resumeOffset = Int64(info.st_size)
+        } else {
+            resumeOffset = 0
+        }
+    }
+
+    var isOpen: Bool { descriptor >= 0 }
+
+    /// Opens the `.part` file for a response body: appending when `append`, else from empty.
+    mutating func open(append: Bool) throws(RequestError) {
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
+        let fd = Glibc.open(partPath, flags, 0o644)
+        guard fd >= 0 else { throw .fileSystem("cannot open \(partPath): \(String(cString: strerror(errno)))") }
+        if append {
+            var info = stat()
+            guard fstat(fd, &info) == 0, Int64(info.st_size) == resumeOffset else {
+                _ = Glibc.close(fd)
+                throw .fileSystem("\(partPath) changed while resuming")
+            }
+        }
+        descriptor = fd
+        bytesWritten = append ? resumeOffset : 0
+    }
+
+    /// Writes all of `bytes`.
+    mutating func write(_ bytes: UnsafeRawBufferPointer) throws(RequestError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw .fileSystem("cannot write \(partPath): \(String(cString: strerror(errno)))")
+            }
+            offset += written
+        }
+        bytesWritten += Int64(bytes.count)
+    }
+
+    /// Closes the `.part` file and moves it to the destination, atomically.
+    mutating func commit() throws(RequestError) {
+        if descriptor < 0 { try open(append: false) }  // an empty body writes nothing
+        close()
+        guard rename(partPath, destination.path) == 0 else {
+            throw .fileSystem("cannot move \(partPath) to \(destination.path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Closes the `.part` file, keeping it for a later resume.
+    mutating func close() {
+        if descriptor >= 0 {
+            _ = Glibc.close(descriptor)
+            descriptor = -1
+        }
+    }
+
+    /// Removes the `.part` file (its content cannot be resumed).
+    mutating func discard() {
+        close()
+        unlink(partPath)
+    }
+}

@@ -1,0 +1,148 @@
+public import Foundation
+public import HTTPTypes
+
+/// Everything needed to perform one HTTP transfer.
+///
+/// `Request` is a value: two requests built from identical parameters are equal and hash
+/// alike. ``RequestQueue`` relies on this to detect duplicates and to find the operations
+/// that ``RequestQueue/cancel(_:)`` should cancel.
+///
+/// Building a request never fails. Problems such as a malformed URL, a header holding CR, LF
+/// or NUL, or a body file that does not exist are reported when the request runs, as
+/// ``RequestError/invalidRequest(_:)`` through the operation's completion handler.
+public struct Request: Hashable, Sendable {
+    /// The body of a request.
+    public enum Body: Hashable, Sendable {
+        /// Bytes held in memory.
+        case bytes(Data)
+        /// A file, streamed from disk as it is sent and opened again for each attempt.
+        case file(URL)
+    }
+
+    /// The URL to fetch.
+    public var url: URL
+    /// The method; any token is allowed, not only the common ones.
+    public var method: HTTPRequest.Method
+    /// Header fields, in order; a name may repeat.
+    public var headerFields: HTTPFields
+    /// The body sent with the request, or `nil` for none.
+    public var body: Body?
+    /// Limits on how long the transfer may take.
+    public var timeouts: Timeouts
+    /// Whether and how far redirects are followed.
+    public var redirectPolicy: RedirectPolicy
+    /// When set, a successful (2xx) response body streams to `<destination>.part`, which is
+    /// renamed atomically to `destination` once complete. Error responses stay in memory.
+    public var destination: URL?
+    /// With a ``destination``: when `<destination>.part` exists, ask for the rest of it with a
+    /// `Range` header and append on `206 Partial Content`; a `200 OK` starts over cleanly.
+    public var resume: Bool
+    /// Certificate trust for HTTPS.
+    public var tls: TLSOptions
+    /// The URL schemes this request may use, also after a redirect. Defaults to http and https.
+    public var allowedSchemes: Set<String>
+
+    /// Problems found while building the request, reported when it runs.
+    var problems: [String] = []
+
+    /// Creates a request.
+    public init(
+        url: URL,
+        method: HTTPRequest.Method = .get,
+        headerFields: HTTPFields = [:],
+        body: Body? = nil,
+        timeouts: Timeouts = Timeouts(),
+        redirectPolicy: RedirectPolicy = .follow(max: 10),
+        destination: URL? = nil,
+        resume: Bool = false,
+        tls: TLSOptions = TLSOptions(),
+        allowedSchemes: Set<String> = ["http", "https"]
+    ) {
+        self.url = url
+        self.method = method
+        self.headerFields = headerFields
+        self.body = body
+        self.timeouts = timeouts
+        self.redirectPolicy = redirectPolicy
+        self.destination = destination
+        self.resume = resume
+        self.tls = tls
+        self.allowedSchemes = allowedSchemes
+    }
+
+    /// Creates a request from a URL string. A string that is not a URL gives a request whose
+    /// operation completes with ``RequestError/invalidRequest(_:)``.
+    public init(string: String, method: HTTPRequest.Method = .get) {
+        if let url = URL(string: string) {
+            self.init(url: url, method: method)
+        } else {
+            self.init(url: URL(string: "invalid:")!, method: method)
+            self.problems.append("malformed URL: \(string.debugDescription)")
+        }
+    }
+
+    /// Appends a header field given as strings.
+    ///
+    /// Unlike `HTTPFields`, which quietly turns forbidden bytes into spaces, this keeps the
+    /// caller honest: a name that is not an HTTP token, or a value holding CR, LF or NUL, makes
+    /// the request fail with ``RequestError/invalidRequest(_:)`` instead of being sent.
+    public mutating func addHeader(_ name: String, _ value: String) {
+        guard let fieldName = HTTPField.Name(name) else {
+            problems.append("invalid header name \(name.debugDescription)")
+            return
+        }
+        if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) {
+            problems.append("header \(name) has a value holding CR, LF or NUL")
+            return
+        }
+        headerFields.append(HTTPField(name: fieldName, value: value))
+    }
+}
+
+extension Request {
+    /// Limits on the duration of a transfer. `nil` means no limit.
+    public struct Timeouts: Hashable, Sendable {
+        /// Time allowed to resolve the name and connect (including TLS).
+        public var connect: Duration?
+        /// Time allowed for the whole transfer of one attempt.
+        public var total: Duration?
+        /// The transfer fails when no byte moves for this long (curl's low-speed limit of
+        /// 1 byte/s; whole seconds, rounded up).
+        public var idle: Duration?
+
+        /// Creates timeouts; the connect timeout defaults to 30 seconds, the others to none.
+        public init(connect: Duration? = .seconds(30), total: Duration? = nil, idle: Duration? = nil) {
+            self.connect = connect
+            self.total = total
+            self.idle = idle
+        }
+    }
+
+    /// Whether redirects are followed.
+    public enum RedirectPolicy: Hashable, Sendable {
+        /// The 3xx response is returned as it is.
+        case none
+        /// Redirects are followed up to `max` times; one more fails with curl's
+        /// `CURLE_TOO_MANY_REDIRECTS`. Credentials are not sent to another host or port.
+        case follow(max: Int)
+    }
+
+    /// How HTTPS servers are trusted. Verification of the peer and of its host name is always
+    /// on; these options only add trust anchors or narrow trust down to a key.
+    public struct TLSOptions: Hashable, Sendable {
+        /// A PEM file of CA certificates to trust instead of the system's.
+        public var caFile: String?
+        /// A folder of hashed CA certificates (as made by `c_rehash`) to trust.
+        public var caDirectory: String?
+        /// A pinned public key: `sha256//<base64>` (several joined with `;`) or a PEM/DER
+        /// file path. A server whose key does not match fails.
+        public var pinnedPublicKey: String?
+
+        /// Creates TLS options.
+        public init(caFile: String? = nil, caDirectory: String? = nil, pinnedPublicKey: String? = nil) {
+            self.caFile = caFile
+            self.caDirectory = caDirectory
+            self.pinnedPublicKey = pinnedPublicKey
+        }
+    }
+}

@@ -1,0 +1,88 @@
+public import Foundation
+public import HTTPTypes
+
+/// A completed HTTP exchange. Any status, 404 and 500 included, is a `Response`; only a
+/// transfer that got no complete answer is a ``RequestError``.
+public struct Response: Sendable {
+    /// The status of the final response (after redirects).
+    public var status: HTTPResponse.Status
+    /// The header fields of the final response, in the order received.
+    public var headerFields: HTTPFields
+    /// The body. Empty when a successful body went to the request's destination file.
+    public var body: Data
+    /// The destination file holding the body, for a successful download to a file.
+    public var fileURL: URL?
+    /// The URL of the final response, after redirects.
+    public var effectiveURL: URL?
+    /// The HTTP version the final response used.
+    public var httpVersion: HTTPVersion
+    /// Timings and sizes of the attempt that produced this response.
+    public var metrics: TransferMetrics
+    /// How many attempts were made, the first included.
+    public var attempts: Int
+}
+
+/// An HTTP protocol version.
+public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
+    /// Major version.
+    public var major: Int
+    /// Minor version.
+    public var minor: Int
+
+    /// Creates a version.
+    public init(major: Int, minor: Int) {
+        self.major = major
+        self.minor = minor
+    }
+
+    /// HTTP/1.0.
+    public static let http1_0 = HTTPVersion(major: 1, minor: 0)
+    /// HTTP/1.1.
+    public static let http1_1 = HTTPVersion(major: 1, minor: 1)
+    /// HTTP/2.
+    public static let http2 = HTTPVersion(major: 2, minor: 0)
+    /// HTTP/3.
+    public static let http3 = HTTPVersion(major: 3, minor: 0)
+
+    public var description: String { minor == 0 && major >= 2 ? "HTTP/\(major)" : "HTTP/\(major).\(minor)" }
+}
+
+/// Timings and sizes of one transfer, as libcurl measured them. Times count from the start of
+/// the attempt and include everything before them (connect includes name lookup, and so on).
+public struct TransferMetrics: Hashable, Sendable {
+    /// Until the name was resolved.
+    public var nameLookup: Duration
+    /// Until the TCP connection was made.
+    public var connect: Duration
+    /// Until the TLS handshake was done (zero for plain HTTP).
+    public var tlsHandshake: Duration
+    /// Until the first response byte arrived.
+    public var timeToFirstByte: Duration
+    /// The whole attempt.
+    public var total: Duration
+    /// Body bytes sent.
+    public var bytesSent: Int64
+    /// Body bytes received (after decoding).
+    public var bytesReceived: Int64
+    /// Redirects followed.
+    public var redirectCount: Int
+    /// New connections this attempt opened (0 when it reused one).
+    public var connectionsOpened: Int
+
+    /// Creates metrics.
+    public init(
+        nameLookup: Duration = .zero, connect: Duration = .zero, tlsHandshake: Duration = .zero,
+        timeToFirstByte: Duration = .zero, total: Duration = .zero, bytesSent: Int64 = 0,
+        bytesReceived: Int64 = 0, redirectCount: Int = 0, connectionsOpened: Int = 0
+    ) {
+        self.nameLookup = nameLookup
+        self.connect = connect
+        self.tlsHandshake = tlsHandshake
+        self.timeToFirstByte = timeToFirstByte
+        self.total = total
+        self.bytesSent = bytesSent
+        self.bytesReceived = bytesReceived
+        self.redirectCount = redirectCount
+        self.connectionsOpened = connectionsOpened
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+
+extension RequestOperation {
+    /// The life of one operation, as a value with no I/O in it.
+    ///
+    /// `RequestOperation` owns one, changes it under its lock, and performs the returned
+    /// action after releasing the lock. Every path ends in exactly one `.complete` action:
+    /// that is how the completion handler is called exactly once.
+    ///
+    /// Generic over the handle of a running attempt so that tests can drive it with plain
+    /// values instead of libcurl transfers.
+    struct StateMachine<Handle> {
+        enum State {
+            /// Made, neither started nor added to a queue.
+            case idle
+            /// Added to a queue, waiting for its turn.
+            case enqueued
+            /// An attempt is with the engine.
+            case running(attempt: Int, handle: Handle)
+            /// Cancelled while running; waiting for the engine to let go of the attempt.
+            case cancelling(attempt: Int)
+            /// Waiting out the backoff before attempt `attempt + 1`.
+            case waitingForRetry(attempt: Int)
+            /// The completion has been decided.
+            case finished(cancelled: Bool)
+        }
+
+        enum Action {
+            case none
+            /// Hand the attempt to the engine.
+            case startTransfer(Handle)
+            /// Ask the engine to drop the attempt; it reports back with `attemptFinished`.
+            case cancelTransfer(Handle)
+            /// Call `retryTimerFired` after `delay`.
+            case scheduleRetry(attempt: Int, delay: Duration)
+            /// Deliver the result. Happens once.
+            case complete(Result<Response, RequestError>)
+        }
+
+        enum StartError: Error {
+            case alreadyStarted
+        }
+
+        private(set) var state: State = .idle
+
+        var isFinished: Bool {
+            if case .finished = state { return true }
+            return false
+        }
+
+        var isCancelled: Bool {
+            switch state {
+            case .finished(cancelled: true), .cancelling: return true
+            default: return false
+            }
+        }
+
+        /// Marks the operation as queued. Throws when it was queued or started before.
+        mutating func enqueue() throws(StartError) {
+            guard case .idle = state else { throw .alreadyStarted }
+            state = .enqueued
+        }
+
+        /// Starts the first attempt. From `.idle` (standalone start) or `.enqueued` (the queue
+        /// gives it its turn); a queued operation that was cancelled meanwhile does not start.
+        mutating func start(handle: Handle, fromQueue: Bool) throws(StartError) -> Action {
+            switch state {
+            case .idle where !fromQueue, .enqueued where fromQueue:
+                state = .running(attempt: 1, handle: handle)
+                return .startTransfer(handle)
+            case .finished where fromQueue:
+                return .none
+            default:
+                throw .alreadyStarted
+            }
+        }
+
+        /// Cancels from any state. Finished operations are left alone (no second completion).
+        mutating func cancel() -> Action {
+            switch state {
+            case .idle, .enqueued, .waitingForRetry:
+                state = .finished(cancelled: true)
+                return .complete(.failure(.cancelled))
+            case .running(let attempt, let handle):
+                state = .cancelling(attempt: attempt)
+                return .cancelTransfer(handle)
+            case .cancelling, .finished:
+                return .none
+            }
+        }
+
+        /// The engine finished an attempt (or let go of a cancelled one). `retryDelay` is the
+        /// retry decision for this outcome, computed by the caller from the policy.
+        mutating func attemptFinished(_ outcome: AttemptOutcome, retryDelay: (Int) -> Duration?) -> Action {
+            switch state {
+            case .cancelling:
+                state = .finished(cancelled: true)
+                return .complete(.failure(.cancelled))
+            case .running(let attempt, _):
+                if let delay = retryDelay(attempt) {
+                    state = .waitingForRetry(attempt: attempt)
+                    return .scheduleRetry(attempt: attempt, delay: delay)
+                }
+                switch outcome {
+                case .response(var response):
+                    response.attempts = attempt
+                    state = .finished(cancelled: false)
+                    return .complete(.success(response))
+                case .failure(let error):
+                    state = .finished(cancelled: error == .cancelled)
+                    return .complete(.failure(error))
+                }
+            case .idle, .enqueued, .waitingForRetry, .finished:
+                return .none
+            }
+        }
+
+        /// The backoff after attempt `attempt` ran out: start the next attempt, unless the
+        /// operation was cancelled meanwhile.
+        mutating func retryTimerFired(attempt: Int, handle: Handle) -> Action {
+            guard case .waitingForRetry(let waiting) = state, waiting == attempt else { return .none }
+            state = .running(attempt: attempt + 1, handle: handle)
+            return .startTransfer(handle)
+        }
+
+        /// The attempt number a new handle would run as, when a retry is due.
+        var pendingRetryAttempt: Int? {
+            if case .waitingForRetry(let attempt) = state { return attempt + 1 }
+            return nil
+        }
+    }
+}

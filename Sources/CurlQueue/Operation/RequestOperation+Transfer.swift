@@ -1,0 +1,46 @@
+import Foundation
+
+extension RequestOperation: TransferDelegate {
+    func transfer(_ transfer: Transfer, didProgressDownload download: TransferProgress, upload: TransferProgress) {
+        let (queue, downloadHandler, uploadHandler, observer) = state.withLock { state in
+            var downloadHandler: (@Sendable (TransferProgress) -> Void)?
+            var uploadHandler: (@Sendable (TransferProgress) -> Void)?
+            if let handler = state.downloadProgressHandler, Self.advances(download, from: state.lastDownload) {
+                state.lastDownload = download
+                downloadHandler = handler
+            }
+            if let handler = state.uploadProgressHandler, Self.advances(upload, from: state.lastUpload) {
+                state.lastUpload = upload
+                uploadHandler = handler
+            }
+            return (state.callbackQueue, downloadHandler, uploadHandler, state.observer)
+        }
+        observer?(.progress(download: download, upload: upload))
+        guard downloadHandler != nil || uploadHandler != nil else { return }
+        queue.async {
+            downloadHandler?(download)
+            uploadHandler?(upload)
+        }
+    }
+
+    func transfer(_ transfer: Transfer, didFinishWith outcome: AttemptOutcome) {
+        let now = Date()
+        let random = Double.random(in: 0..<1)
+        let action = state.withLock { state in
+            let decision = RetryDecision(
+                autoRetry: state.autoRetry, errorCodes: state.autoRetryErrorCodes, policy: state.retryPolicy)
+            return state.machine.attemptFinished(outcome) { attempt in
+                decision.delay(after: outcome, attempt: attempt, now: now, random: random)
+            }
+        }
+        perform(action)
+    }
+
+    /// Progress is reported only when it moves forward: never backwards after a retry, never
+    /// twice the same.
+    private static func advances(_ progress: TransferProgress, from last: TransferProgress?) -> Bool {
+        guard let last else { return true }
+        if progress.bytesTransferred < last.bytesTransferred { return false }
+        return progress.bytesTransferred > last.bytesTransferred || progress.totalBytes != last.totalBytes
+    }
+}

@@ -1,0 +1,291 @@
+public import Dispatch
+import Foundation
+import Logging
+
+/// One HTTP transfer: the request, its callbacks, and its retries.
+///
+/// An operation is single-use. ``start()`` runs it on its own; ``RequestQueue`` runs it in
+/// turn. Either way:
+///
+/// - ``completionHandler`` is called **exactly once** for every operation that was started or
+///   queued, with the response, the error, or ``RequestError/cancelled``. A second `cancel()`,
+///   or a `cancel()` after completion, calls nothing.
+/// - Every handler runs on ``callbackQueue`` (a serial queue shared by default), never on the
+///   engine thread and never under a lock of CurlQueue's, so a handler may start, cancel or
+///   add operations freely. On a serial queue, progress calls come before the completion.
+/// - All members are safe to use from any thread.
+public final class RequestOperation: Sendable {
+    /// The operation's priority in a ``RequestQueue``: higher priorities start first.
+    public enum Priority: Int, Comparable, Sendable, CaseIterable {
+        /// Starts after every pending normal and high operation.
+        case low = 0
+        /// The default.
+        case normal = 1
+        /// Starts before every pending normal and low operation.
+        case high = 2
+
+        public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// The serial queue handlers run on unless an operation names another.
+    public static let defaultCallbackQueue = DispatchQueue(label: "CurlQueue.callbacks")
+
+    /// The request this operation sends; fixed at creation.
+    public let request: Request
+
+    let engine: CurlEngine
+    let state: Locked<State>
+
+    struct State {
+        var machine = StateMachine<Transfer>()
+        var completionHandler: (@Sendable (Result<Response, RequestError>) -> Void)?
+        var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
+        var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
+        var autoRetry = false
+        var autoRetryErrorCodes = CurlCode.connectivityErrors
+        var retryPolicy = RetryPolicy()
+        var priority = Priority.normal
+        var callbackQueue = RequestOperation.defaultCallbackQueue
+        var result: Result<Response, RequestError>?
+        var waiters: [CheckedContinuation<Result<Response, RequestError>, Never>] = []
+        var finishHooks: [@Sendable (RequestOperation) -> Void] = []
+        var observer: (@Sendable (Observation) -> Void)?
+        var lastDownload: TransferProgress?
+        var lastUpload: TransferProgress?
+    }
+
+    /// Creates an operation for `request`. Nothing happens until it is started or queued.
+    public init(request: Request) {
+        self.request = request
+        self.engine = .shared
+        self.state = Locked(State())
+    }
+
+    // MARK: Configuration
+
+    /// Called once when the operation ends: with the ``Response`` (any HTTP status), or with
+    /// the error, ``RequestError/cancelled`` included. Runs on ``callbackQueue``.
+    public var completionHandler: (@Sendable (Result<Response, RequestError>) -> Void)? {
+        get { state.withLock { $0.completionHandler } }
+        set { state.withLock { $0.completionHandler = newValue } }
+    }
+
+    /// Called as the request body is sent, at most about every 50 ms, with monotonic values.
+    public var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)? {
+        get { state.withLock { $0.uploadProgressHandler } }
+        set { state.withLock { $0.uploadProgressHandler = newValue } }
+    }
+
+    /// Called as the response body arrives, at most about every 50 ms, with monotonic values,
+    /// and once more at a successful end with the final size as the total (fraction 1.0).
+    /// Set it before the operation starts; a handler set later may miss the early calls.
+    public var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)? {
+        get { state.withLock { $0.downloadProgressHandler } }
+        set { state.withLock { $0.downloadProgressHandler = newValue } }
+    }
+
+    /// When true, a failure whose code is in ``autoRetryErrorCodes`` (or a response whose
+    /// status is in the policy's `retryableStatuses`) starts another attempt after a backoff,
+    /// up to ``retryPolicy``'s `maxAttempts`, instead of completing. Defaults to false.
+    /// Malformed URLs, certificate failures, write errors and other statuses never retry.
+    public var autoRetry: Bool {
+        get { state.withLock { $0.autoRetry } }
+        set { state.withLock { $0.autoRetry = newValue } }
+    }
+
+    /// The libcurl codes that ``autoRetry`` retries; by default
+    /// ``CurlCode/connectivityErrors``, the codes of poor or no connectivity.
+    public var autoRetryErrorCodes: Set<CurlCode> {
+        get { state.withLock { $0.autoRetryErrorCodes } }
+        set { state.withLock { $0.autoRetryErrorCodes = newValue } }
+    }
+
+    /// How many attempts ``autoRetry`` makes and how long it waits between them.
+    public var retryPolicy: RetryPolicy {
+        get { state.withLock { $0.retryPolicy } }
+        set { state.withLock { $0.retryPolicy = newValue } }
+    }
+
+    /// The priority in a ``RequestQueue``; read when the operation is added. Defaults to `.normal`.
+    public var priority: Priority {
+        get { state.withLock { $0.priority } }
+        set { state.withLock { $0.priority = newValue } }
+    }
+
+    /// Where handlers run. Defaults to ``defaultCallbackQueue``, which is serial. With a
+    /// concurrent queue, progress and completion calls may overlap.
+    public var callbackQueue: DispatchQueue {
+        get { state.withLock { $0.callbackQueue } }
+        set { state.withLock { $0.callbackQueue = newValue } }
+    }
+
+    /// True once the outcome is decided (the completion handler may still be on its way).
+    public var isFinished: Bool { state.withLock { $0.machine.isFinished } }
+
+    /// True once the operation was cancelled before it finished.
+    public var isCancelled: Bool { state.withLock { $0.machine.isCancelled } }
+
+    // MARK: Running
+
+    /// Starts the operation on its own, outside any queue.
+    /// - Throws: ``RequestOperationError/alreadyStarted`` when it was started or queued before.
+    public func start() throws(RequestOperationError) {
+        let action = try state.withLock { state throws(RequestOperationError) in
+            let transfer = makeTransfer(attempt: 1, state)
+            do {
+                return try state.machine.start(handle: transfer, fromQueue: false)
+            } catch {
+                throw RequestOperationError.alreadyStarted
+            }
+        }
+        perform(action)
+    }
+
+    /// Cancels the operation, from any thread, at any moment: before it starts, while it
+    /// connects, mid-body, or while it waits to retry. The transfer leaves the engine
+    /// promptly, a download's `.part` file is kept for a later resume, and the completion
+    /// handler gets ``RequestError/cancelled`` — once the engine has let go of the transfer,
+    /// so nothing more is written after it. Does nothing once the operation finished.
+    public func cancel() {
+        let action = state.withLock { $0.machine.cancel() }
+        perform(action)
+    }
+
+    // MARK: Internals
+
+    func makeTransfer(attempt: Int, _ state: borrowing State) -> Transfer {
+        Transfer(
+            request: request, attempt: attempt,
+            wantsProgress: state.downloadProgressHandler != nil || state.uploadProgressHandler != nil
+                || state.observer != nil,
+            delegate: self)
+    }
+
+    func perform(_ action: StateMachine<Transfer>.Action) {
+        switch action {
+        case .none:
+            break
+        case .startTransfer(let transfer):
+            engine.submit(transfer)
+        case .cancelTransfer(let transfer):
+            engine.cancel(transfer)
+        case .scheduleRetry(let attempt, let delay):
+            state.withLock { $0.observer }?(.retrying(attempt: attempt + 1, delay: delay))
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay.seconds) { [self] in
+                retryTimerFired(attempt: attempt)
+            }
+        case .complete(let result):
+            deliver(result)
+        }
+    }
+
+    private func retryTimerFired(attempt: Int) {
+        let action = state.withLock { state in
+            guard state.machine.pendingRetryAttempt == attempt + 1 else { return StateMachine<Transfer>.Action.none }
+            let transfer = makeTransfer(attempt: attempt + 1, state)
+            return state.machine.retryTimerFired(attempt: attempt, handle: transfer)
+        }
+        if case .startTransfer = action {
+            logger.debug("retrying", metadata: ["url": "\(request.url)", "attempt": "\(attempt + 1)"])
+        }
+        perform(action)
+    }
+
+    /// Runs once per operation: internal hooks first (a queue frees the slot), then the
+    /// awaiting tasks, then the user's handlers on the callback queue.
+    private func deliver(_ result: Result<Response, RequestError>) {
+        let (handler, download, upload, waiters, hooks, queue, last, observer) = state.withLock { state in
+            state.result = result
+            defer {
+                state.observer = nil
+                state.completionHandler = nil
+                state.downloadProgressHandler = nil
+                state.uploadProgressHandler = nil
+                state.waiters = []
+                state.finishHooks = []
+            }
+            return (state.completionHandler, state.downloadProgressHandler, state.uploadProgressHandler,
+                    state.waiters, state.finishHooks, state.callbackQueue, (state.lastDownload, state.lastUpload),
+                    state.observer)
+        }
+        for hook in hooks { hook(self) }
+        observer?(.finished(result))
+        for waiter in waiters { waiter.resume(returning: result) }
+        guard handler != nil || download != nil || upload != nil else { return }
+        let finalProgress = Self.finalProgress(result, lastDownload: last.0, lastUpload: last.1)
+        queue.async {
+            if let download, let progress = finalProgress.download { download(progress) }
+            if let upload, let progress = finalProgress.upload { upload(progress) }
+            handler?(result)
+        }
+    }
+
+    private static func finalProgress(
+        _ result: Result<Response, RequestError>, lastDownload: TransferProgress?, lastUpload: TransferProgress?
+    ) -> (download: TransferProgress?, upload: TransferProgress?) {
+        guard case .success(let response) = result else { return (nil, nil) }
+        var received = Int64(response.body.count)
+        if let file = response.fileURL,
+           let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber {
+            received = size.int64Value
+        }
+        received = max(received, lastDownload?.bytesTransferred ?? 0)
+        let sent = max(response.metrics.bytesSent, lastUpload?.bytesTransferred ?? 0)
+        return (TransferProgress(bytesTransferred: received, totalBytes: received),
+                sent > 0 ? TransferProgress(bytesTransferred: sent, totalBytes: sent) : nil)
+    }
+
+    /// Registers an internal hook run when the outcome is decided (before user handlers),
+    /// on the thread that decided it. Runs at once when the operation already finished.
+    func onFinish(_ hook: @escaping @Sendable (RequestOperation) -> Void) {
+        let finished = state.withLock { state in
+            if state.result != nil { return true }
+            state.finishHooks.append(hook)
+            return false
+        }
+        if finished { hook(self) }
+    }
+
+    /// What a queue observes of an operation, on the thread where it happens (often the
+    /// engine thread): the observer must not block.
+    enum Observation {
+        case progress(download: TransferProgress, upload: TransferProgress)
+        case retrying(attempt: Int, delay: Duration)
+        case finished(Result<Response, RequestError>)
+    }
+
+    func setObserver(_ observer: @escaping @Sendable (Observation) -> Void) {
+        state.withLock { $0.observer = observer }
+    }
+
+    /// Starts the first attempt when a queue gives the operation its turn. Returns false when
+    /// the operation was cancelled while it waited.
+    func startFromQueue() -> Bool {
+        let action = state.withLock { state -> StateMachine<Transfer>.Action in
+            let transfer = makeTransfer(attempt: 1, state)
+            return (try? state.machine.start(handle: transfer, fromQueue: true)) ?? .none
+        }
+        guard case .startTransfer = action else { return false }
+        perform(action)
+        return true
+    }
+
+    func addWaiter(_ continuation: CheckedContinuation<Result<Response, RequestError>, Never>) -> Bool {
+        let (result, shouldStart) = state.withLock { state -> (Result<Response, RequestError>?, Bool) in
+            if let result = state.result { return (result, false) }
+            state.waiters.append(continuation)
+            if case .idle = state.machine.state { return (nil, true) }
+            return (nil, false)
+        }
+        if let result { continuation.resume(returning: result) }
+        return shouldStart
+    }
+}
+
+/// Misuse of a ``RequestOperation``.
+public enum RequestOperationError: Error, Hashable, Sendable {
+    /// The operation was started or added to a queue before; operations are single-use.
+    case alreadyStarted
+}
+
+let logger = Logger(label: "CurlQueue")

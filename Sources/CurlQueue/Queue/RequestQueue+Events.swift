@@ -1,0 +1,48 @@
+extension RequestQueue {
+    /// Something that happened to an operation of the queue.
+    public enum Event: Sendable {
+        /// The operation joined the queue.
+        case added(RequestOperation)
+        /// The operation left the queue's backlog and its first attempt began.
+        case started(RequestOperation)
+        /// Throttled progress of the operation's download and upload.
+        case progress(RequestOperation, download: TransferProgress, upload: TransferProgress)
+        /// An attempt failed and the next one, `attempt`, starts after `delay`.
+        case retrying(RequestOperation, attempt: Int, delay: Duration)
+        /// The operation's outcome.
+        case finished(RequestOperation, Result<Response, RequestError>)
+    }
+
+    /// A stream of the queue's events, for dashboards and progress displays. Each call makes
+    /// a new stream that sees events of operations added after it was made; it ends when the
+    /// consuming task stops iterating. Events are buffered (the newest 4,096 are kept for a slow reader).
+    public func events() -> AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+        let id = state.withLock { state in
+            let id = state.nextSubscriberID
+            state.nextSubscriberID += 1
+            state.subscribers[id] = continuation
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func publish(_ event: Event) {
+        let subscribers = state.withLock { Array($0.subscribers.values) }
+        for subscriber in subscribers { subscriber.yield(event) }
+    }
+
+    func publish(_ event: RequestOperation.Observation, for operation: RequestOperation) {
+        switch event {
+        case .progress(let download, let upload):
+            publish(.progress(operation, download: download, upload: upload))
+        case .retrying(let attempt, let delay):
+            publish(.retrying(operation, attempt: attempt, delay: delay))
+        case .finished(let result):
+            publish(.finished(operation, result))
+        }
+    }
+}

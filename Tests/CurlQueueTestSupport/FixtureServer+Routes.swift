@@ -1,0 +1,346 @@
+import NIOCore
+import NIOHTTP1
+
+/// What to answer one request with. ``Routes/plan(method:target:headers:state:)`` decides it from
+/// the request; ``RouteHandler`` carries it out (after the request's `delay=`).
+enum ResponsePlan {
+    /// A response whose body is known up front.
+    case fixed(FixedResponse)
+    /// A `/bytes`-style pattern body, streamed with backpressure.
+    case bytes(ByteStreamPlan)
+    /// The `/echo` JSON document (needs the whole request body, which the handler has).
+    case echo
+    /// Answer `200 "open NAME"` once gate `NAME` is open.
+    case gate(name: String)
+    /// Close the connection without answering.
+    case close
+    /// Abort the connection with a TCP RST, without answering.
+    case reset
+    /// Write these bytes below the HTTP encoder, then close (with a RST if `reset`).
+    case raw(ByteBuffer, reset: Bool)
+}
+
+/// A response with a body known up front.
+struct FixedResponse {
+    var status: HTTPResponseStatus
+    var headers: HTTPHeaders
+    var body: ByteBuffer
+    /// If set, the head still announces the whole body, but only this many body bytes are sent
+    /// before the connection is closed.
+    var closeAfterBytes: Int?
+
+    init(status: HTTPResponseStatus, headers: HTTPHeaders = [:], body: ByteBuffer, closeAfterBytes: Int? = nil) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.closeAfterBytes = closeAfterBytes
+    }
+
+    /// A `text/plain` response.
+    static func text(_ status: HTTPResponseStatus, _ text: String, headers: HTTPHeaders = [:]) -> FixedResponse {
+        var headers = headers
+        headers.replaceOrAdd(name: "Content-Type", value: "text/plain; charset=utf-8")
+        return FixedResponse(status: status, headers: headers, body: ByteBuffer(string: text))
+    }
+}
+
+/// The fixture's routes. Every route also accepts `delay=MS`, which the handler applies before
+/// carrying out the plan.
+enum Routes {
+    /// The default write size for pattern bodies.
+    static let defaultChunkSize = 64 * 1024
+    /// The largest `chunk=` honoured (larger values are clamped), so one write never needs a
+    /// huge temporary buffer.
+    static let maxChunkSize = 16 * 1024 * 1024
+
+    static func plan(
+        method: HTTPMethod,
+        target: RequestTarget,
+        headers: HTTPHeaders,
+        state: ServerState
+    ) -> ResponsePlan {
+        let segments = target.segments
+        switch (segments.first ?? "", segments.count) {
+        case ("bytes", 2):
+            guard method == .GET || method == .HEAD else {
+                return .fixed(.text(.methodNotAllowed, "use GET or HEAD", headers: ["Allow": "GET, HEAD"]))
+            }
+            guard let total = Int(segments[1]), total >= 0 else {
+                return .fixed(.text(.badRequest, "bad byte count"))
+            }
+            return bytes(total: total, target: target, rangeHeader: headers.first(name: "range"))
+        case ("echo", 1):
+            return .echo
+        case ("status", 2):
+            guard let code = Int(segments[1]), (200...999).contains(code) else {
+                return .fixed(.text(.badRequest, "status must be 200...999"))
+            }
+            return .fixed(status(code, target: target))
+        case ("flaky", 2) where !segments[1].isEmpty:
+            return flaky(id: segments[1], target: target, state: state)
+        case ("redirect", 1):
+            guard let location = target.query["to"] else {
+                return .fixed(.text(.badRequest, "missing to="))
+            }
+            return .fixed(redirect(to: location, code: target.int("status") ?? 302))
+        case ("redirect-chain", 2):
+            guard let remaining = Int(segments[1]) else {
+                return .fixed(.text(.badRequest, "bad redirect count"))
+            }
+            if remaining <= 0 {
+                return .fixed(.text(.ok, "end"))
+            }
+            let query = target.rawQuery.map { "?" + $0 } ?? ""
+            return .fixed(redirect(to: "/redirect-chain/\(remaining - 1)\(query)", code: 302))
+        case ("redirect-loop", 1):
+            let query = target.rawQuery.map { "?" + $0 } ?? ""
+            return .fixed(redirect(to: target.path + query, code: 302))
+        case ("gate", 2) where !segments[1].isEmpty:
+            return .gate(name: segments[1])
+        case ("headers", 1):
+            return .fixed(fillHeaders(count: target.int("count") ?? 1, size: target.int("size") ?? 16))
+        case ("set-cookie", 1):
+            return .fixed(setCookie(target: target))
+        case ("raw", 1):
+            switch target.query["kind"] {
+            case "garbageStatus":
+                return .raw(ByteBuffer(string: "HELLO THERE\r\n\r\n"), reset: false)
+            case "midHeaders":
+                return .raw(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Le"), reset: false)
+            case "midHeadersReset":
+                return .raw(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Le"), reset: true)
+            case "reset":
+                return .reset
+            default:
+                return .fixed(.text(.badRequest, "kind must be garbageStatus, midHeaders, midHeadersReset or reset"))
+            }
+        default:
+            return .fixed(.text(.notFound, "not found"))
+        }
+    }
+
+    // MARK: /bytes
+
+    /// The plan for `/bytes/TOTAL`, honouring `Range` (unless `norange=1`) and the body options.
+    static func bytes(total: Int, target: RequestTarget, rangeHeader: String?) -> ResponsePlan {
+        let honoursRanges = !target.flag("norange")
+        var headers: HTTPHeaders = ["Content-Type": "application/octet-stream"]
+        if honoursRanges {
+            headers.add(name: "Accept-Ranges", value: "bytes")
+        }
+
+        var status = HTTPResponseStatus.ok
+        var first = 0
+        var length = total
+        switch honoursRanges ? ByteRange(header: rangeHeader, total: total) : .none {
+        case .none:
+            break
+        case .satisfiable(let rangeFirst, let rangeLast):
+            status = .partialContent
+            first = rangeFirst
+            length = rangeLast - rangeFirst + 1
+            headers.add(name: "Content-Range", value: "bytes \(rangeFirst)-\(rangeLast)/\(total)")
+        case .unsatisfiable:
+            headers.add(name: "Content-Range", value: "bytes */\(total)")
+            return .fixed(.text(.rangeNotSatisfiable, "range not satisfiable", headers: headers))
+        }
+
+        var plan = ByteStreamPlan(
+            status: status,
+            headers: headers,
+            firstByte: first,
+            sendCount: length,
+            chunkSize: min(max(1, target.int("chunk") ?? defaultChunkSize), maxChunkSize),
+            dripInterval: target.int("drip").map { .milliseconds(Int64(max(0, $0))) },
+            ending: .end
+        )
+        let chunked = target.flag("chunked")
+        var announcedLength = length
+        if let closeAfter = target.int("closeAfter") {
+            plan.sendCount = min(max(0, closeAfter), length)
+            plan.ending = .close
+        } else if let stallAfter = target.int("stallAfter") {
+            plan.sendCount = min(max(0, stallAfter), length)
+            plan.ending = .stall
+        } else if let lie = target.int("lie"), lie != 0, !chunked {
+            announcedLength = max(0, length + lie)
+            // Too short a Content-Length leaves the surplus bytes where the next response should
+            // start, so that connection is closed too once everything is written.
+            plan.ending = lie > 0 ? .close : .endThenClose
+        }
+        if chunked {
+            plan.headers.add(name: "Transfer-Encoding", value: "chunked")
+        } else {
+            plan.headers.add(name: "Content-Length", value: String(announcedLength))
+        }
+        return .bytes(plan)
+    }
+
+    // MARK: /status, /flaky
+
+    static func status(_ code: Int, target: RequestTarget) -> FixedResponse {
+        var headers: HTTPHeaders = [:]
+        addRetryAfter(from: target, to: &headers)
+        return .text(HTTPResponseStatus(statusCode: code), "status \(code)", headers: headers)
+    }
+
+    /// `retryAfter=S` is copied verbatim (so tests can send malformed values);
+    /// `retryAfterDate=S` becomes an HTTP-date S seconds from now.
+    static func addRetryAfter(from target: RequestTarget, to headers: inout HTTPHeaders) {
+        if let value = target.query["retryAfter"] {
+            headers.add(name: "Retry-After", value: value)
+        }
+        if let seconds = target.int("retryAfterDate") {
+            headers.add(name: "Retry-After", value: HTTPDate.fromNow(seconds: seconds))
+        }
+    }
+
+    static func flaky(id: String, target: RequestTarget, state: ServerState) -> ResponsePlan {
+        let hit = state.recordFlakyHit(id)
+        let byteCount = target.int("bytes").map { max(0, $0) }
+        if hit > (target.int("failures") ?? 1) {
+            guard let byteCount else {
+                return .fixed(.text(.ok, "ok \(id)"))
+            }
+            return .bytes(
+                ByteStreamPlan(
+                    status: .ok,
+                    headers: ["Content-Type": "application/octet-stream", "Content-Length": String(byteCount)],
+                    firstByte: 0,
+                    sendCount: byteCount,
+                    chunkSize: defaultChunkSize,
+                    dripInterval: nil,
+                    ending: .end
+                )
+            )
+        }
+        switch target.query["mode"] ?? "status" {
+        case "close":
+            return .close
+        case "reset":
+            return .reset
+        case "closeMidBody":
+            // The body the success would have had, announced in full, cut off halfway.
+            var response: FixedResponse
+            if let byteCount {
+                response = FixedResponse(
+                    status: .ok,
+                    headers: ["Content-Type": "application/octet-stream"],
+                    body: Pattern.slice(offset: 0, count: byteCount)
+                )
+            } else {
+                response = .text(.ok, "ok \(id)")
+            }
+            response.closeAfterBytes = response.body.readableBytes / 2
+            return .fixed(response)
+        default:  // "status"
+            let code = target.int("status") ?? 503
+            guard (200...999).contains(code) else {
+                return .fixed(.text(.badRequest, "status must be 200...999"))
+            }
+            return .fixed(status(code, target: target))
+        }
+    }
+
+    // MARK: Small routes
+
+    static func redirect(to location: String, code: Int) -> FixedResponse {
+        .text(HTTPResponseStatus(statusCode: code), "redirecting to \(location)", headers: ["Location": location])
+    }
+
+    /// `count` headers `X-Fill-1` … `X-Fill-N`, each value `size` letters long.
+    static func fillHeaders(count: Int, size: Int) -> FixedResponse {
+        var headers: HTTPHeaders = [:]
+        let letters = Array("abcdefghijklmnopqrstuvwxyz")
+        if count > 0 {
+            for index in 1...count {
+                let letter = letters[(index - 1) % letters.count]
+                headers.add(name: "X-Fill-\(index)", value: String(repeating: letter, count: max(0, size)))
+            }
+        }
+        return .text(.ok, "\(max(0, count)) headers", headers: headers)
+    }
+
+    /// One `Set-Cookie` per query parameter other than `delay` (`NAME=VALUE; Path=/`), or
+    /// `fixture=1; Path=/` if there are none.
+    static func setCookie(target: RequestTarget) -> FixedResponse {
+        var cookies = target.query.filter { $0.key != "delay" }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        if cookies.isEmpty {
+            cookies = [("fixture", "1")]
+        }
+        var headers: HTTPHeaders = [:]
+        for (name, value) in cookies {
+            headers.add(name: "Set-Cookie", value: "\(name)=\(value); Path=/")
+        }
+        return .text(.ok, "cookies set", headers: headers)
+    }
+}
+
+/// A parsed single-range `Range: bytes=…` header.
+enum ByteRange: Equatable {
+    /// No usable Range header (absent, not `bytes=`, several ranges, or malformed): send it all.
+    case none
+    /// Send bytes `first...last` (already clamped to the body) with 206.
+    case satisfiable(first: Int, last: Int)
+    /// Answer 416.
+    case unsatisfiable
+
+    /// Parses `bytes=A-`, `bytes=A-B` and `bytes=-SUFFIX` against a body of `total` bytes.
+    init(header: String?, total: Int) {
+        guard let header else {
+            self = .none
+            return
+        }
+        let trimmed = header.trimmingSpaces()
+        guard trimmed.lowercased().hasPrefix("bytes=") else {
+            self = .none
+            return
+        }
+        let spec = String(trimmed.dropFirst("bytes=".count)).trimmingSpaces()
+        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard !spec.contains(","), parts.count == 2 else {
+            self = .none
+            return
+        }
+        let firstText = parts[0].trimmingSpaces()
+        let lastText = parts[1].trimmingSpaces()
+        if firstText.isEmpty {
+            guard let suffix = lastText.nonNegativeInt else {
+                self = .none
+                return
+            }
+            self = suffix == 0 || total == 0 ? .unsatisfiable : .satisfiable(first: max(0, total - suffix), last: total - 1)
+            return
+        }
+        guard let first = firstText.nonNegativeInt else {
+            self = .none
+            return
+        }
+        var last = total - 1
+        if !lastText.isEmpty {
+            guard let requestedLast = lastText.nonNegativeInt, requestedLast >= first else {
+                self = .none
+                return
+            }
+            last = min(requestedLast, total - 1)
+        }
+        self = first >= total ? .unsatisfiable : .satisfiable(first: first, last: last)
+    }
+}
+
+extension String {
+    /// The value of a plain run of decimal digits, or `nil` (no sign, no spaces, no overflow).
+    fileprivate var nonNegativeInt: Int? {
+        guard !isEmpty, allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return Int(self)
+    }
+}
+
+extension StringProtocol {
+    fileprivate func trimmingSpaces() -> String {
+        var slice = Substring(self)
+        while slice.first == " " || slice.first == "\t" { slice.removeFirst() }
+        while slice.last == " " || slice.last == "\t" { slice.removeLast() }
+        return String(slice)
+    }
+}

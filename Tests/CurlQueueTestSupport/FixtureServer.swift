@@ -1,0 +1,127 @@
+public import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A local HTTP/1.1 server with deliberately awkward routes, for testing an HTTP client against
+/// real (and really broken) server behaviour.
+///
+/// It listens on `127.0.0.1` only, supports keep-alive and pipelining, and records every request.
+/// Every route accepts `delay=MS` (wait that long before answering). Query parameters may come in
+/// any order.
+///
+/// | Route | Answer |
+/// | --- | --- |
+/// | `GET/HEAD /bytes/N` | N bytes of ``expectedBytes(offset:count:)``. Honours `Range: bytes=A-`, `A-B`, `-S` (206, or 416 with `Content-Range: bytes */N`). Options: `chunked=1`, `chunk=K` (write size, default 64 KiB, at most 16 MiB), `norange=1`, `closeAfter=K`, `stallAfter=K`, `drip=MS` (one chunk per MS), `lie=+D` / `lie=-D` (announce N±D, send N, then close). |
+/// | `/echo` (any method) | JSON `{"method","uri","headers":[[name,value]…],"bodyLength","body"}`, `body` base64 (empty when over 1 MiB). |
+/// | `/status/CODE` | That status, body `status CODE`; `retryAfter=S`, `retryAfterDate=S` add `Retry-After`. |
+/// | `/flaky/ID?failures=N&mode=M` | First N requests for ID fail, then `200 "ok ID"` (or `bytes=K` pattern bytes). Modes: `status` (`status=CODE`, default 503, plus retryAfter options), `close`, `reset`, `closeMidBody`. See ``hits(_:)``. |
+/// | `/redirect?to=URL&status=302` | Redirect to URL (percent-decoded). |
+/// | `/redirect-chain/N` | 302 to `/redirect-chain/N-1`; `/redirect-chain/0` is `200 "end"`. |
+/// | `/redirect-loop` | 302 to itself. |
+/// | `/gate/NAME` | No answer until ``openGate(_:)``, then `200 "open NAME"`. |
+/// | `/headers?count=N&size=S` | N extra headers `X-Fill-1`…`X-Fill-N`, S bytes each. |
+/// | `/set-cookie?NAME=VALUE…` | One `Set-Cookie` per parameter (default `fixture=1`). |
+/// | `/raw?kind=K` | Not HTTP: `garbageStatus` or `midHeaders` (then close), `midHeadersReset` (then RST), `reset` (RST at once). |
+/// | anything else | `404 "not found"` |
+public final class FixtureServer: Sendable {
+    let state: ServerState
+    let serverChannel: any Channel
+
+    /// The TCP port the server listens on.
+    public let port: Int
+
+    private init(state: ServerState, serverChannel: any Channel, port: Int) {
+        self.state = state
+        self.serverChannel = serverChannel
+        self.port = port
+    }
+
+    /// Starts a server on `127.0.0.1`.
+    ///
+    /// - Parameter port: The port to listen on; 0 (the default) picks a free ephemeral port.
+    /// - Throws: If the port cannot be bound, e.g. because it is taken.
+    public static func start(port: Int = 0) async throws -> FixtureServer {
+        let state = ServerState()
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    guard let connectionID = state.connectionAccepted(channel) else {
+                        throw FixtureServerError.shutDown
+                    }
+                    channel.closeFuture.whenComplete { _ in
+                        state.connectionClosed(connectionID)
+                    }
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(RouteHandler(state: state, connectionID: connectionID))
+                }
+            }
+        let channel = try await bootstrap.bind(host: "127.0.0.1", port: port).get()
+        guard let boundPort = channel.localAddress?.port else {
+            try? await channel.close()
+            throw ChannelError.unknownLocalAddress
+        }
+        return FixtureServer(state: state, serverChannel: channel, port: boundPort)
+    }
+
+    deinit {
+        // A server dropped without `shutdown()` must not keep its port or connections open.
+        if !state.isShutDown {
+            let (channels, waiters) = state.beginShutdown()
+            serverChannel.close(promise: nil)
+            for channel in channels {
+                channel.close(promise: nil)
+            }
+            for waiter in waiters {
+                waiter.timeout?.cancel()
+                waiter.continuation.resume(throwing: FixtureServerError.shutDown)
+            }
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    public var baseURL: String {
+        "http://127.0.0.1:\(port)"
+    }
+
+    /// ``baseURL`` followed by `pathAndQuery`, which must start with `/` and be a valid URL
+    /// path and query (percent-encode anything else).
+    public func url(_ pathAndQuery: String) -> URL {
+        precondition(pathAndQuery.hasPrefix("/"), "pathAndQuery must start with \"/\": \(pathAndQuery)")
+        guard let url = URL(string: baseURL + pathAndQuery) else {
+            preconditionFailure("not a valid URL path and query: \(pathAndQuery)")
+        }
+        return url
+    }
+
+    /// Stops listening and closes every open connection (responses in progress are cut off,
+    /// gates and stalls included). Pending ``waitForRequests(pathPrefix:count:timeout:)`` calls
+    /// throw ``FixtureServerError/shutDown``. Calling it again does nothing.
+    public func shutdown() async throws {
+        let (channels, waiters) = state.beginShutdown()
+        for waiter in waiters {
+            waiter.timeout?.cancel()
+            waiter.continuation.resume(throwing: FixtureServerError.shutDown)
+        }
+        do {
+            try await serverChannel.close()
+        } catch ChannelError.alreadyClosed {
+            // An earlier shutdown got here first.
+        }
+        for channel in channels {
+            try? await channel.close()
+        }
+    }
+
+    /// The first `count` bytes, from body offset `offset`, of every pattern body (`/bytes/N`
+    /// serves `expectedBytes(count: N)`; a `Range: bytes=A-B` response is
+    /// `expectedBytes(offset: A, count: B - A + 1)`). Byte `i` is a fixed function of
+    /// `i % 65521`.
+    public static func expectedBytes(offset: Int = 0, count: Int) -> [UInt8] {
+        Pattern.bytes(offset: offset, count: count)
+    }
+}

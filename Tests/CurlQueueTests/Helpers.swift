@@ -1,0 +1,80 @@
+import CurlQueue
+import CurlQueueTestSupport
+import Dispatch
+import Foundation
+import Testing
+
+/// Starts a fixture server for the duration of `body`.
+func withServer<T>(_ body: (FixtureServer) async throws -> T) async throws -> T {
+    let server = try await FixtureServer.start()
+    do {
+        let value = try await body(server)
+        try await server.shutdown()
+        return value
+    } catch {
+        try? await server.shutdown()
+        throw error
+    }
+}
+
+/// Sets the operation's completion handler, starts it, and waits for the handler to run.
+func completion(of operation: RequestOperation, start: Bool = true) async -> Result<Response, RequestError> {
+    await withCheckedContinuation { continuation in
+        operation.completionHandler = { continuation.resume(returning: $0) }
+        if start { try! operation.start() }
+    }
+}
+
+/// Waits until every handler already dispatched to `queue` has run.
+func drain(_ queue: DispatchQueue = RequestOperation.defaultCallbackQueue) async {
+    await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
+}
+
+/// A thread-safe box for test bookkeeping (an NSLock, which ThreadSanitizer understands).
+final class Box<Value: Sendable>: @unchecked Sendable {  // safe: `storage` is only touched under `lock`
+    private let lock = NSLock()
+    private var storage: Value
+    init(_ value: Value) { storage = value }
+    var value: Value { lock.withLock { storage } }
+    func update<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&storage) } }
+}
+
+/// A fresh folder under the system's temporary folder, removed by the caller with `cleanup`.
+func makeTemporaryFolder() throws -> URL {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("curlqueue-tests-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+extension Response {
+    var bodyBytes: [UInt8] { Array(body) }
+}
+
+/// An ephemeral port that nothing listens on (bound, then released).
+func unusedPort() async throws -> Int {
+    let server = try await FixtureServer.start()
+    let port = server.port
+    try await server.shutdown()
+    return port
+}
+
+/// Runs an executable built alongside the tests (same build folder) and returns its
+/// standard output once it exits.
+func runBuiltProduct(_ name: String, _ arguments: [String]) async throws -> String {
+    let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let process = Process()
+    process.executableURL = folder.appendingPathComponent(name)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = try await Task.detached { try pipe.fileHandleForReading.readToEnd() ?? Data() }.value
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async {
+            process.waitUntilExit()
+            continuation.resume()
+        }
+    }
+    return String(decoding: data, as: UTF8.self)
+}
