@@ -1,0 +1,174 @@
+public import Foundation
+
+/// nginx (Debian's package) serving HTTPS with HTTP/2 on 127.0.0.1, with a certificate made on
+/// the spot by a throw-away CA, for tests of TLS trust and HTTP/2 multiplexing.
+///
+/// Files: `/files/1k` (1,024 bytes) and `/files/1m` (1,048,576 bytes) of
+/// ``FixtureServer/expectedBytes(offset:count:)``; `/status` is nginx's stub_status.
+/// Needs `nginx` and `openssl` on the PATH (scripts/setup installs them).
+public final class NginxServer: Sendable {
+    /// The HTTPS port.
+    public let port: Int
+    /// The PEM file of the CA that signed the server's certificate (for `TLSOptions.caFile`).
+    public let caFile: String
+    /// The server key's pin, `sha256//<base64>` (for `TLSOptions.pinnedPublicKey`).
+    public let publicKeyPin: String
+    private let folder: URL
+    private let process: Process
+
+    private init(port: Int, caFile: String, publicKeyPin: String, folder: URL, process: Process) {
+        self.port = port
+        self.caFile = caFile
+        self.publicKeyPin = publicKeyPin
+        self.folder = folder
+        self.process = process
+    }
+
+    /// `https://127.0.0.1:PORT` followed by `path`.
+    public func url(_ path: String) -> URL {
+        URL(string: "https://127.0.0.1:\(port)\(path)")!
+    }
+
+    /// Makes the certificates and the files, starts nginx, and returns once it accepts connections.
+    public static func start() async throws -> NginxServer {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("curlqueue-nginx-\(UUID().uuidString)")
+        let files = folder.appendingPathComponent("files")
+        try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+        try Data(FixtureServer.expectedBytes(count: 1024)).write(to: files.appendingPathComponent("1k"))
+        try Data(FixtureServer.expectedBytes(count: 1 << 20)).write(to: files.appendingPathComponent("1m"))
+
+        let path = folder.path
+        try run("/bin/sh", ["-c", """
+            set -e; cd '\(path)'
+            openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj '/CN=CurlQueue Test CA' 2>/dev/null
+            openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj '/CN=localhost' 2>/dev/null
+            printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.ext
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile san.ext 2>/dev/null
+            openssl pkey -in server.key -pubout -outform der | openssl dgst -sha256 -binary | openssl base64 > pin.txt
+            """])
+        let pin = try String(contentsOf: folder.appendingPathComponent("pin.txt"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+
+        let port = try await freePort()
+        let config = """
+            daemon off; master_process off; worker_processes 1;
+            pid \(path)/nginx.pid; error_log \(path)/error.log warn;
+            events { worker_connections 4096; }
+            http {
+                access_log off;
+                client_body_temp_path \(path)/tmp-body; proxy_temp_path \(path)/tmp-proxy;
+                fastcgi_temp_path \(path)/tmp-fcgi; uwsgi_temp_path \(path)/tmp-uwsgi; scgi_temp_path \(path)/tmp-scgi;
+                server {
+                    listen 127.0.0.1:\(port) ssl http2;
+                    ssl_certificate \(path)/server.pem; ssl_certificate_key \(path)/server.key;
+                    http2_max_concurrent_streams 256;
+                    keepalive_requests 100000;
+                    location /files/ { root \(path); }
+                    location = /status { stub_status; }
+                }
+            }
+            """
+        try config.write(to: folder.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try which("nginx"))
+        process.arguments = ["-p", path, "-c", "\(path)/nginx.conf", "-e", "\(path)/error.log"]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let server = NginxServer(port: port, caFile: "\(path)/ca.pem", publicKeyPin: "sha256//\(pin)", folder: folder, process: process)
+        try await server.waitUntilListening()
+        return server
+    }
+
+    /// Connections nginx accepted so far (stub_status "accepts"; the status request's own
+    /// connection included when it needed a new one).
+    public func acceptedConnections() throws -> Int {
+        let text = try Self.output("/usr/bin/curl", ["-s", "--cacert", caFile, url("/status").absoluteString])
+        // Active connections: 1 \n server accepts handled requests \n A H R \n ...
+        let lines = text.split(separator: "\n")
+        guard lines.count >= 3, let accepts = lines[2].split(separator: " ").first.flatMap({ Int($0) }) else {
+            throw NginxError.unexpected(text)
+        }
+        return accepts
+    }
+
+    /// Stops nginx and removes its folder.
+    public func shutdown() {
+        if process.isRunning {
+            // SIGKILL: a child spawned from a Dispatch worker thread inherits that thread's
+            // blocked signals, SIGTERM among them.
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    deinit { shutdown() }
+
+    private func waitUntilListening() async throws {
+        for _ in 0..<200 {
+            if !process.isRunning {
+                let log = (try? String(contentsOf: folder.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+                throw NginxError.failedToStart(log)
+            }
+            if (try? Self.output("/usr/bin/curl", ["-s", "-o", "/dev/null", "--cacert", caFile, url("/status").absoluteString])) != nil {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(25))  // a readiness probe: nginx gives no other signal
+        }
+        throw NginxError.failedToStart("not listening after 5 s")
+    }
+
+    private static func freePort() async throws -> Int {
+        let probe = try await FixtureServer.start()
+        let port = probe.port
+        try await probe.shutdown()
+        return port
+    }
+
+    private static func which(_ name: String) throws -> String {
+        for directory in ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"] {
+            let candidate = "\(directory)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        throw NginxError.failedToStart("\(name) is not installed (scripts/setup installs it)")
+    }
+
+    @discardableResult
+    private static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw NginxError.failedToStart("\(executable) \(arguments) failed") }
+        return process.terminationStatus
+    }
+
+    private static func output(_ executable: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw NginxError.unexpected("curl exited \(process.terminationStatus)") }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// Why ``NginxServer`` could not be used.
+public enum NginxError: Error, Sendable, CustomStringConvertible {
+    case failedToStart(String)
+    case unexpected(String)
+
+    public var description: String {
+        switch self {
+        case .failedToStart(let detail): return "nginx did not start: \(detail)"
+        case .unexpected(let detail): return "unexpected nginx answer: \(detail)"
+        }
+    }
+}

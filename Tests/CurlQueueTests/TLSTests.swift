@@ -1,0 +1,79 @@
+import CurlQueue
+import CurlQueueTestSupport
+import Foundation
+import Testing
+
+/// HTTPS against nginx with a certificate from a throw-away CA: verification is on and fails
+/// closed; a named CA or a pinned key is what makes it trusted; HTTP/2 multiplexes.
+@Suite(.serialized) struct TLSTests {
+    func withNginx<T>(_ body: (NginxServer) async throws -> T) async throws -> T {
+        let server = try await NginxServer.start()
+        defer { server.shutdown() }
+        return try await body(server)
+    }
+
+    @Test func anUntrustedCertificateFailsClosed() async throws {
+        try await withNginx { server in
+            let operation = RequestOperation(request: Request(url: server.url("/files/1k")))
+            operation.autoRetry = true  // a certificate failure is never retried
+            let result = await completion(of: operation)
+            #expect(result.failure?.transportFailure?.code == .peerFailedVerification, "\(result)")
+        }
+    }
+
+    @Test func aNamedCAIsTrustedAndHTTP2IsNegotiated() async throws {
+        try await withNginx { server in
+            var request = Request(url: server.url("/files/1m"))
+            request.tls.caFile = server.caFile
+            let response = try await RequestOperation(request: request).response()
+            #expect(response.status == .ok)
+            #expect(response.httpVersion == .http2)
+            #expect(response.bodyBytes == FixtureServer.expectedBytes(count: 1 << 20))
+            #expect(response.metrics.tlsHandshake > .zero)
+        }
+    }
+
+    @Test func aMatchingPinnedKeyIsAccepted() async throws {
+        try await withNginx { server in
+            var request = Request(url: server.url("/files/1k"))
+            request.tls.caFile = server.caFile
+            request.tls.pinnedPublicKey = server.publicKeyPin
+            let response = try await RequestOperation(request: request).response()
+            #expect(response.status == .ok)
+        }
+    }
+
+    @Test func aWrongPinnedKeyFails() async throws {
+        try await withNginx { server in
+            var request = Request(url: server.url("/files/1k"))
+            request.tls.caFile = server.caFile
+            request.tls.pinnedPublicKey = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+            let result = await completion(of: RequestOperation(request: request))
+            #expect(result.failure?.transportFailure?.code == .sslPinnedPublicKeyNotMatch, "\(result)")
+        }
+    }
+
+    /// 200 transfers at once over HTTPS share one HTTP/2 connection.
+    @Test func concurrentTransfersMultiplexOnOneConnection() async throws {
+        try await withNginx { server in
+            let before = try server.acceptedConnections()
+            let queue = RequestQueue(maxConcurrentRequestCount: 0)
+            let failures = Box(0)
+            for index in 0..<200 {
+                var request = Request(url: server.url("/files/1k?i=\(index)"))
+                request.tls.caFile = server.caFile
+                let operation = RequestOperation(request: request)
+                operation.completionHandler = { result in
+                    if case .success(let response) = result, response.httpVersion == .http2, response.body.count == 1024 { return }
+                    failures.update { $0 += 1 }
+                }
+                try queue.add(operation)
+            }
+            await queue.waitUntilAllOperationsAreFinished()
+            await drain()
+            #expect(failures.value == 0)
+            // One connection for the 200 transfers, one for each status request.
+            #expect(try server.acceptedConnections() - before == 2)
+        }
+    }
+}
