@@ -53,13 +53,14 @@ import Testing
         }
     }
 
-    /// 200 transfers at once over HTTPS share one HTTP/2 connection.
+    /// 100 transfers at once over HTTPS share one HTTP/2 connection (libcurl's default limit
+    /// of concurrent streams on one connection is 100).
     @Test func concurrentTransfersMultiplexOnOneConnection() async throws {
         try await withNginx { server in
             let before = try server.acceptedConnections()
             let queue = RequestQueue(maxConcurrentRequestCount: 0)
             let failures = Box(0)
-            for index in 0..<200 {
+            for index in 0..<100 {
                 var request = Request(url: server.url("/files/1k?i=\(index)"))
                 request.tls.caFile = server.caFile
                 let operation = RequestOperation(request: request)
@@ -72,8 +73,9 @@ import Testing
             await queue.waitUntilAllOperationsAreFinished()
             await drain()
             #expect(failures.value == 0)
-            // One connection for the 200 transfers, one for each status request.
-            #expect(try server.acceptedConnections() - before == 2)
+            // One connection for the 100 transfers, one for the second status request.
+            let opened = try server.acceptedConnections() - before
+            #expect(opened == 2, "nginx accepted \(opened) connections")
         }
     }
 }

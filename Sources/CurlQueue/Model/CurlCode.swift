@@ -65,6 +65,7 @@ public struct CurlCode: RawRepresentable, Hashable, Sendable, CustomStringConver
         Self.names[rawValue].map { "CURLE_\($0)" } ?? "CURLE_\(rawValue)"
     }
 
+    /// `CURLE_NAME (code)`.
     public var description: String { "\(name) (\(rawValue))" }
 
     private static let names: [Int32: String] = [

@@ -21,6 +21,7 @@ public enum RequestError: Error, Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// A one-line account of the error, for logs and users.
     public var description: String {
         switch self {
         case .cancelled: return "cancelled"
@@ -45,5 +46,6 @@ public struct TransportFailure: Hashable, Sendable, CustomStringConvertible {
         self.message = message
     }
 
+    /// `CURLE_NAME (code): message`.
     public var description: String { "\(code.name) (\(code.rawValue)): \(message)" }
 }

@@ -44,6 +44,7 @@ public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
     /// HTTP/3.
     public static let http3 = HTTPVersion(major: 3, minor: 0)
 
+    /// `HTTP/1.1`, `HTTP/2` and so on.
     public var description: String { minor == 0 && major >= 2 ? "HTTP/\(major)" : "HTTP/\(major).\(minor)" }
 }
 

@@ -24,6 +24,7 @@ public final class RequestOperation: Sendable {
         /// Starts before every pending normal and low operation.
         case high = 2
 
+        /// Orders priorities from low to high.
         public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 

@@ -49,6 +49,10 @@ extension RequestQueue {
 
         var count: Int { runningCount + pendingCount }
         func contains(_ id: ID) -> Bool { items[id] != nil }
+        func isRunning(_ id: ID) -> Bool {
+            if case .running = items[id]?.phase { return true }
+            return false
+        }
 
         /// Adds a pending item. Returns false when `id` is already in the queue.
         @discardableResult

@@ -35,6 +35,13 @@ public final class RequestQueue: Sendable {
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var subscribers: [Int: AsyncStream<Event>.Continuation] = [:]
         var nextSubscriberID = 0
+
+        /// The operations of `ids`, pending ones first: cancelling a running one frees its
+        /// slot at once, and that slot must not start one of the others on its way out.
+        func pendingFirst(_ ids: [ObjectIdentifier]) -> [RequestOperation] {
+            let ordered = ids.filter { !scheduler.isRunning($0) } + ids.filter { scheduler.isRunning($0) }
+            return ordered.compactMap { operations[$0] }
+        }
     }
 
     let state: Locked<State>
@@ -117,7 +124,7 @@ public final class RequestQueue: Sendable {
         let (duplicates, toStart, subscribers) = state.withLock { state in
             var duplicates: [RequestOperation] = []
             if !state.allowDuplicateRequests, let ids = state.byRequest[operation.request] {
-                duplicates = ids.compactMap { state.operations[$0] }
+                duplicates = state.pendingFirst(ids)
             }
             state.operations[id] = operation
             state.byRequest[operation.request, default: []].append(id)
@@ -148,9 +155,7 @@ public final class RequestQueue: Sendable {
 
     /// Cancels every operation in the queue whose request equals `request`, pending or running.
     public func cancel(_ request: Request) {
-        let operations = state.withLock { state in
-            (state.byRequest[request] ?? []).compactMap { state.operations[$0] }
-        }
+        let operations = state.withLock { state in state.pendingFirst(state.byRequest[request] ?? []) }
         for operation in operations { operation.cancel() }
     }
 
