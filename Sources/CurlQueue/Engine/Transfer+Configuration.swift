@@ -30,7 +30,12 @@ extension Transfer {
         set(CURLOPT_REDIR_PROTOCOLS_STR, protocols)
         set(CURLOPT_NOSIGNAL, 1)
         set(CURLOPT_TCP_KEEPALIVE, 1)
-        set(CURLOPT_PIPEWAIT, 1)
+        if scheme == "https" {
+            // Wait for a connection that may multiplex (HTTP/2 via ALPN) rather than open
+            // another. Not for http: with no HTTP/2 there, libcurl would make every other
+            // transfer to a new origin wait for the first one's response.
+            set(CURLOPT_PIPEWAIT, 1)
+        }
 
         switch request.redirectPolicy {
         case .none:

@@ -1,0 +1,412 @@
+@testable import CurlQueue
+import Foundation
+import Testing
+
+/// The queue's ordering and limits, driven by hand: no I/O, no threads, no timing.
+@Suite struct QueueSchedulerTests {
+    typealias Scheduler = RequestQueue.Scheduler<Int>
+
+    static let low = RequestOperation.Priority.low.rawValue
+    static let normal = RequestOperation.Priority.normal.rawValue
+    static let high = RequestOperation.Priority.high.rawValue
+
+    func scheduler(limit: Int, perHost: Int = 0, lifo: Bool = false, suspended: Bool = false) -> Scheduler {
+        var scheduler = Scheduler()
+        scheduler.maxConcurrent = limit
+        scheduler.maxPerHost = perHost
+        scheduler.lifo = lifo
+        scheduler.isSuspended = suspended
+        return scheduler
+    }
+
+    /// Finishes whatever runs, one start at a time, and returns the order everything started in.
+    func runOneByOne(_ scheduler: inout Scheduler) -> [Int] {
+        var order: [Int] = []
+        var running = scheduler.nextToStart()
+        while !running.isEmpty {
+            #expect(running.count == 1)
+            order += running
+            for id in running { scheduler.remove(id) }
+            running = scheduler.nextToStart()
+        }
+        return order
+    }
+
+    // MARK: Order
+
+    @Test func firstInFirstOutStartsTheBacklogInAddOrder() {
+        var scheduler = scheduler(limit: 1)
+        for id in 1...6 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(runOneByOne(&scheduler) == [1, 2, 3, 4, 5, 6])
+        #expect(scheduler.count == 0)
+    }
+
+    @Test func lastInFirstOutStartsTheNewestOfTheBacklogFirstAndLeavesTheRunningOneAlone() {
+        var scheduler = scheduler(limit: 1, lifo: true)
+        scheduler.add(1, priority: Self.normal, host: "a")
+        #expect(scheduler.nextToStart() == [1])
+        for id in 2...6 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [])  // 1 still runs
+        #expect(scheduler.orderedIDs() == [1, 6, 5, 4, 3, 2])
+        scheduler.remove(1)
+        #expect(runOneByOne(&scheduler) == [6, 5, 4, 3, 2])
+    }
+
+    @Test func lastInFirstOutPutsItemsAddedLaterAheadOfTheRemainingBacklog() {
+        var scheduler = scheduler(limit: 1, lifo: true)
+        for id in 1...3 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [3])
+        scheduler.add(4, priority: Self.normal, host: "a")
+        scheduler.remove(3)
+        #expect(runOneByOne(&scheduler) == [4, 2, 1])
+    }
+
+    @Test func highStartsBeforeNormalBeforeLowWhateverTheAddOrder() {
+        var scheduler = scheduler(limit: 1, suspended: true)
+        let priorities = [Self.low, Self.normal, Self.high, Self.low, Self.high, Self.normal]
+        for (id, priority) in priorities.enumerated() { scheduler.add(id, priority: priority, host: "a") }
+        scheduler.isSuspended = false
+        #expect(runOneByOne(&scheduler) == [2, 4, 1, 5, 0, 3])
+    }
+
+    @Test func theModeOrdersItemsWithinOnePriority() {
+        var scheduler = scheduler(limit: 1, lifo: true, suspended: true)
+        let priorities = [Self.low, Self.normal, Self.high, Self.low, Self.high, Self.normal]
+        for (id, priority) in priorities.enumerated() { scheduler.add(id, priority: priority, host: "a") }
+        scheduler.isSuspended = false
+        #expect(runOneByOne(&scheduler) == [4, 2, 5, 1, 3, 0])
+    }
+
+    @Test func aHighPriorityItemAddedLaterOvertakesTheBacklogButNotTheRunningOnes() {
+        var scheduler = scheduler(limit: 2)
+        for id in 1...4 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [1, 2])
+        scheduler.add(5, priority: Self.high, host: "a")
+        #expect(scheduler.nextToStart() == [])
+        #expect(scheduler.orderedIDs() == [1, 2, 5, 3, 4])
+        scheduler.remove(2)
+        #expect(scheduler.nextToStart() == [5])
+    }
+
+    // MARK: Limits
+
+    @Test func neverMoreThanTheLimitRun() {
+        var scheduler = scheduler(limit: 3)
+        for id in 0..<10 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [0, 1, 2])
+        #expect(scheduler.nextToStart() == [])
+        #expect(scheduler.runningCount == 3)
+        #expect(scheduler.pendingCount == 7)
+        #expect(scheduler.isRunning(2))
+        #expect(!scheduler.isRunning(3))
+        #expect(!scheduler.isRunning(99))
+        scheduler.add(10, priority: Self.high, host: "a")
+        #expect(scheduler.nextToStart() == [])
+        #expect(scheduler.runningCount == 3)
+    }
+
+    @Test func aLimitOfZeroMeansNoLimit() {
+        var scheduler = scheduler(limit: 0)
+        for id in 0..<1000 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == Array(0..<1000))
+        #expect(scheduler.runningCount == 1000)
+        #expect(scheduler.pendingCount == 0)
+    }
+
+    @Test func raisingTheLimitStartsMoreAtOnce() {
+        var scheduler = scheduler(limit: 1)
+        for id in 0..<5 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [0])
+        scheduler.maxConcurrent = 3
+        #expect(scheduler.nextToStart() == [1, 2])
+        scheduler.maxConcurrent = 0
+        #expect(scheduler.nextToStart() == [3, 4])
+    }
+
+    @Test func loweringTheLimitLetsRunningItemsFinishAndStartsNothingUntilBelowIt() {
+        var scheduler = scheduler(limit: 4)
+        for id in 0..<8 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [0, 1, 2, 3])
+        scheduler.maxConcurrent = 2
+        #expect(scheduler.nextToStart() == [])
+        #expect(scheduler.runningCount == 4)  // nothing is stopped
+        scheduler.remove(0)
+        #expect(scheduler.nextToStart() == [])  // 3 running, limit 2
+        scheduler.remove(1)
+        #expect(scheduler.nextToStart() == [])  // 2 running
+        scheduler.remove(2)
+        #expect(scheduler.nextToStart() == [4])
+        #expect(scheduler.runningCount == 2)
+    }
+
+    @Test func suspensionHoldsNewStartsAndResumingStartsAtOnce() {
+        var scheduler = scheduler(limit: 2)
+        scheduler.add(0, priority: Self.normal, host: "a")
+        #expect(scheduler.nextToStart() == [0])
+        scheduler.isSuspended = true
+        for id in 1...3 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [])
+        scheduler.remove(0)  // a running one finishes while suspended: its slot stays free
+        #expect(scheduler.nextToStart() == [])
+        #expect(scheduler.runningCount == 0)
+        scheduler.isSuspended = false
+        #expect(scheduler.nextToStart() == [1, 2])
+    }
+
+    // MARK: Per-host limits
+
+    @Test func aHostAtItsLimitWaitsWhileOtherHostsGoAhead() {
+        var scheduler = scheduler(limit: 0, perHost: 2)
+        for id in 0..<5 { scheduler.add(id, priority: Self.normal, host: "a") }
+        for id in 5..<8 { scheduler.add(id, priority: Self.normal, host: "b") }
+        #expect(scheduler.nextToStart() == [0, 1, 5, 6])
+        #expect(scheduler.pendingCount == 4)
+    }
+
+    @Test func aParkedItemStartsWhenItsHostFreesASlot() {
+        var scheduler = scheduler(limit: 0, perHost: 1)
+        for id in 0..<3 { scheduler.add(id, priority: Self.normal, host: "a") }
+        scheduler.add(3, priority: Self.normal, host: "b")
+        #expect(scheduler.nextToStart() == [0, 3])
+        scheduler.remove(3)  // another host's slot: nothing of host a may start
+        #expect(scheduler.nextToStart() == [])
+        scheduler.remove(0)
+        #expect(scheduler.nextToStart() == [1])
+        scheduler.remove(1)
+        #expect(scheduler.nextToStart() == [2])
+    }
+
+    @Test func aParkedItemKeepsItsPlaceAheadOfLaterItemsOfOtherHosts() {
+        var scheduler = scheduler(limit: 2, perHost: 1)
+        for id in 0..<3 { scheduler.add(id, priority: Self.normal, host: "a") }
+        scheduler.add(3, priority: Self.normal, host: "b")
+        scheduler.add(4, priority: Self.normal, host: "c")
+        #expect(scheduler.nextToStart() == [0, 3])  // 1 and 2 parked under a, 4 waits for a slot
+        scheduler.remove(0)
+        #expect(scheduler.nextToStart() == [1])
+        scheduler.remove(3)
+        #expect(scheduler.nextToStart() == [4])
+        scheduler.remove(1)
+        #expect(scheduler.nextToStart() == [2])
+    }
+
+    @Test func aReleasedParkedItemWaitingForTheOverallLimitIsNotLost() {
+        var scheduler = scheduler(limit: 2, perHost: 1)
+        scheduler.add(0, priority: Self.normal, host: "a")
+        scheduler.add(1, priority: Self.normal, host: "a")
+        scheduler.add(2, priority: Self.normal, host: "b")
+        #expect(scheduler.nextToStart() == [0, 2])  // 1 parked
+        scheduler.maxConcurrent = 1
+        scheduler.remove(0)  // releases 1, but 2 still fills the only slot
+        #expect(scheduler.nextToStart() == [])
+        scheduler.remove(2)
+        #expect(scheduler.nextToStart() == [1])
+    }
+
+    @Test func raisingThePerHostLimitReleasesParkedItems() {
+        var scheduler = scheduler(limit: 0, perHost: 1)
+        for id in 0..<4 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [0])
+        scheduler.maxPerHost = 3
+        #expect(scheduler.nextToStart() == [1, 2])
+        scheduler.maxPerHost = 0
+        #expect(scheduler.nextToStart() == [3])
+    }
+
+    @Test func parkedItemsKeepTheirPriorityOrder() {
+        var scheduler = scheduler(limit: 0, perHost: 1)
+        scheduler.add(0, priority: Self.normal, host: "a")
+        #expect(scheduler.nextToStart() == [0])
+        scheduler.add(1, priority: Self.low, host: "a")
+        scheduler.add(2, priority: Self.normal, host: "a")
+        scheduler.add(3, priority: Self.high, host: "a")
+        #expect(scheduler.nextToStart() == [])
+        var order: [Int] = []
+        var running = 0
+        for _ in 0..<3 {
+            scheduler.remove(running)
+            let started = scheduler.nextToStart()
+            #expect(started.count == 1)
+            running = started.first ?? -1
+            order.append(running)
+        }
+        #expect(order == [3, 2, 1])
+    }
+
+    @Test func aRemovedParkedItemIsSkippedWhenItsHostFreesASlot() {
+        var scheduler = scheduler(limit: 0, perHost: 1)
+        for id in 0..<3 { scheduler.add(id, priority: Self.normal, host: "a") }
+        scheduler.add(3, priority: Self.normal, host: "b")
+        #expect(scheduler.nextToStart() == [0, 3])  // 1 and 2 parked
+        scheduler.remove(1)
+        scheduler.remove(0)
+        #expect(scheduler.nextToStart() == [2])
+    }
+
+    @Test func theOriginIsSchemeHostAndPort() {
+        let origin = { (string: String) in RequestQueue.origin(of: URL(string: string)!) }
+        #expect(origin("http://Example.com/a") == origin("http://example.com:80/b?c=d"))
+        #expect(origin("https://example.com/") == origin("https://example.com:443/x"))
+        #expect(origin("http://127.0.0.1:8080/") != origin("http://127.0.0.1:8081/"))
+        #expect(origin("http://example.com/") != origin("https://example.com/"))
+        #expect(origin("http://example.com:443/") != origin("https://example.com/"))
+    }
+
+    // MARK: Removal
+
+    @Test func removingPendingItemsFreesNothingAndTheyNeverStart() {
+        var scheduler = scheduler(limit: 2)
+        for id in 0..<6 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [0, 1])
+        #expect(scheduler.remove(2) == false)
+        #expect(scheduler.remove(4) == false)
+        #expect(scheduler.nextToStart() == [])  // no slot was freed
+        #expect(scheduler.count == 4)
+        #expect(!scheduler.contains(2))
+        #expect(runOneByOneAfterFinishing([0, 1], &scheduler) == [3, 5])
+    }
+
+    /// Finishes `running`, then runs the rest to the end; returns the order the rest started in.
+    func runOneByOneAfterFinishing(_ running: [Int], _ scheduler: inout Scheduler) -> [Int] {
+        var order: [Int] = []
+        var running = running
+        while !running.isEmpty {
+            scheduler.remove(running.removeFirst())
+            let started = scheduler.nextToStart()
+            order += started
+            running += started
+        }
+        return order
+    }
+
+    @Test func removingARunningItemFreesItsSlot() {
+        var scheduler = scheduler(limit: 2)
+        for id in 0..<4 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [0, 1])
+        #expect(scheduler.remove(1) == true)
+        #expect(scheduler.nextToStart() == [2])
+        #expect(scheduler.remove(42) == false)  // unknown: nothing happens
+        #expect(scheduler.nextToStart() == [])
+        #expect(scheduler.runningCount == 2)
+    }
+
+    @Test func removingEveryPendingItemThenAddingAgainStartsOnlyTheNewOnes() {
+        var scheduler = scheduler(limit: 1)
+        for id in 0..<4 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [0])
+        for id in 1..<4 { scheduler.remove(id) }
+        scheduler.add(2, priority: Self.normal, host: "a")  // the same ID again, as a new item
+        scheduler.add(7, priority: Self.normal, host: "a")
+        #expect(runOneByOneAfterFinishing([0], &scheduler) == [2, 7])
+    }
+
+    @Test func anIDRemovedAndAddedAgainStartsOnceAtItsNewPlace() {
+        var scheduler = scheduler(limit: 1)
+        for id in 0..<4 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [0])
+        scheduler.remove(1)
+        scheduler.remove(2)
+        scheduler.add(2, priority: Self.normal, host: "a")  // behind 3 now
+        scheduler.add(7, priority: Self.normal, host: "a")
+        #expect(runOneByOneAfterFinishing([0], &scheduler) == [3, 2, 7])
+    }
+
+    @Test func anIDIsInTheQueueOnlyOnce() {
+        var scheduler = scheduler(limit: 1)
+        let added = scheduler.add(1, priority: Self.normal, host: "a")
+        let addedAgain = scheduler.add(1, priority: Self.high, host: "b")
+        #expect(added)
+        #expect(!addedAgain)
+        #expect(scheduler.count == 1)
+        #expect(scheduler.nextToStart() == [1])
+        let addedWhileRunning = scheduler.add(1, priority: Self.normal, host: "a")
+        #expect(!addedWhileRunning)
+    }
+
+    @Test func removeAllReturnsRunningThenPendingAndKeepsTheSettings() {
+        var scheduler = scheduler(limit: 2, perHost: 5, lifo: true)
+        for id in 0..<5 { scheduler.add(id, priority: Self.normal, host: "a") }
+        #expect(scheduler.nextToStart() == [4, 3])
+        scheduler.isSuspended = true
+        #expect(scheduler.removeAll() == [4, 3, 2, 1, 0])
+        #expect(scheduler.count == 0)
+        #expect(scheduler.runningCount == 0)
+        #expect(scheduler.orderedIDs() == [])
+        #expect(scheduler.maxConcurrent == 2)
+        #expect(scheduler.maxPerHost == 5)
+        #expect(scheduler.lifo)
+        #expect(scheduler.isSuspended)
+        scheduler.isSuspended = false
+        scheduler.add(4, priority: Self.normal, host: "a")
+        scheduler.add(9, priority: Self.normal, host: "a")
+        #expect(scheduler.nextToStart() == [9, 4])
+    }
+
+    @Test func orderedIDsListRunningInStartOrderThenPendingInStartOrder() {
+        var scheduler = scheduler(limit: 3)
+        scheduler.add(0, priority: Self.low, host: "a")
+        #expect(scheduler.nextToStart() == [0])
+        scheduler.add(1, priority: Self.normal, host: "a")
+        scheduler.add(2, priority: Self.high, host: "a")
+        #expect(scheduler.nextToStart() == [2, 1])
+        for (id, priority) in [(3, Self.low), (4, Self.normal), (5, Self.high), (6, Self.normal)] {
+            scheduler.add(id, priority: priority, host: "a")
+        }
+        let ordered = scheduler.orderedIDs()
+        #expect(ordered == [0, 2, 1, 5, 4, 6, 3])
+        scheduler.remove(2)
+        scheduler.remove(0)
+        let started = scheduler.nextToStart()
+        #expect(started == [5, 4])
+        #expect(scheduler.orderedIDs() == [1, 5, 4, 6, 3])
+    }
+
+    // MARK: Cost
+
+    /// Not timed (speed is measured by the benchmarks): with a linear scan per operation
+    /// this would be billions of steps and never finish.
+    @Test(.timeLimit(.minutes(1)))
+    func aHundredThousandAddsThenRemovalsComplete() {
+        let count = 100_000
+        let hosts = 5
+        var scheduler = scheduler(limit: 8, perHost: 3)
+        for id in 0..<count {
+            scheduler.add(id, priority: id % 3, host: "h\(id % hosts)")
+        }
+        #expect(scheduler.count == count)
+        var started = Set<Int>()
+        var perHost = [Int](repeating: 0, count: hosts)
+        var problems: [String] = []
+        func didStart(_ ids: [Int]) {
+            for id in ids {
+                if !started.insert(id).inserted { problems.append("\(id) started twice") }
+                perHost[id % hosts] += 1
+            }
+            if scheduler.runningCount > 8 { problems.append("\(scheduler.runningCount) running") }
+            if perHost.contains(where: { $0 > 3 }) { problems.append("per-host limit exceeded: \(perHost)") }
+        }
+        var running = scheduler.nextToStart()
+        didStart(running)
+        let peak = running.count
+        // Every seventh item that has not started is removed while pending.
+        var removed = Set<Int>()
+        for id in stride(from: 3, to: count, by: 7) where !started.contains(id) {
+            if scheduler.remove(id) { problems.append("pending \(id) held a slot") }
+            removed.insert(id)
+        }
+        // Running items finish one at a time, oldest first; each frees a slot for the next.
+        while !running.isEmpty {
+            let id = running.removeFirst()
+            if !scheduler.remove(id) { problems.append("running \(id) held no slot") }
+            perHost[id % hosts] -= 1
+            let next = scheduler.nextToStart()
+            didStart(next)
+            running += next
+        }
+        #expect(problems.isEmpty, "\(problems.prefix(5))")
+        #expect(peak == 8)
+        #expect(scheduler.count == 0)
+        #expect(started.isDisjoint(with: removed))
+        #expect(started.count + removed.count == count)
+    }
+}
