@@ -10,11 +10,13 @@ let package = Package(
     name: "CurlQueue",
     products: [
         .library(name: "CurlQueue", targets: ["CurlQueue"]),
+        .executable(name: "curlq", targets: ["curlq"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         // Test-only: the fixture server. SwiftPM does not fetch it for packages that depend on CurlQueue.
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
     ],
@@ -47,6 +49,16 @@ let package = Package(
             path: "Tests/CurlQueueTestSupport",
             swiftSettings: strict
         ),
+        // The batch downloader. `curlq demo` serves its files from the fixture server.
+        .executableTarget(
+            name: "curlq",
+            dependencies: [
+                "CurlQueue",
+                "CurlQueueTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
         // Test-only: runs one download in a process of its own, to measure its peak memory.
         .executableTarget(
             name: "MemoryProbe",
@@ -60,6 +72,7 @@ let package = Package(
                 "CurlQueue",
                 "CurlQueueTestSupport",
                 "MemoryProbe",
+                "curlq",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strict

@@ -63,12 +63,11 @@ public final class NginxServer: Sendable {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            let server = NginxServer(port: port, caFile: "\(path)/ca.pem", publicKeyPin: "sha256//\(pin)", folder: folder, process: process)
             do {
-                try await server.waitUntilListening()
-                return server
+                try await waitUntilListening(process, port: port, folder: folder)
+                return NginxServer(port: port, caFile: "\(path)/ca.pem", publicKeyPin: "sha256//\(pin)", folder: folder, process: process)
             } catch {
-                server.stop()
+                stop(process)
                 lastError = error
             }
         }
@@ -111,11 +110,11 @@ public final class NginxServer: Sendable {
 
     /// Stops nginx and removes its folder.
     public func shutdown() {
-        stop()
+        Self.stop(process)
         try? FileManager.default.removeItem(at: folder)
     }
 
-    private func stop() {
+    private static func stop(_ process: Process) {
         if process.isRunning {
             // SIGKILL: a child spawned from a Dispatch worker thread inherits that thread's
             // blocked signals, SIGTERM among them.
@@ -126,13 +125,15 @@ public final class NginxServer: Sendable {
 
     deinit { shutdown() }
 
-    private func waitUntilListening() async throws {
+    private static func waitUntilListening(_ process: Process, port: Int, folder: URL) async throws {
+        let caFile = folder.appendingPathComponent("ca.pem").path
+        let status = "https://127.0.0.1:\(port)/status"
         for _ in 0..<200 {
             if !process.isRunning {
                 let log = (try? String(contentsOf: folder.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
                 throw NginxError.failedToStart(log)
             }
-            if (try? Self.output("/usr/bin/curl", ["-s", "-o", "/dev/null", "--cacert", caFile, url("/status").absoluteString])) != nil {
+            if (try? output("/usr/bin/curl", ["-s", "-o", "/dev/null", "--cacert", caFile, status])) != nil {
                 return
             }
             try await Task.sleep(for: .milliseconds(25))  // a readiness probe: nginx gives no other signal

@@ -81,7 +81,21 @@ import Testing
         try await withServer { server in
             let target = "file%3A%2F%2F%2Fetc%2Fpasswd"
             let result = await completion(of: RequestOperation(request: Request(url: server.url("/redirect?to=\(target)"))))
-            #expect(result.failure?.transportFailure?.code == .unsupportedProtocol)
+            #expect(result.failure?.transportFailure?.code == .unsupportedProtocol, "\(result)")
+        }
+    }
+
+    /// A transfer that failed while following a redirect leaves its easy handle in a state
+    /// where libcurl refuses some options; the next transfer on that (pooled) handle must still
+    /// get every option it needs, redirects included.
+    @Test func theTransferAfterARefusedRedirectStillFollowsRedirects() async throws {
+        try await withServer { server in
+            for _ in 0..<20 {
+                let refused = await completion(of: RequestOperation(request: Request(url: server.url("/redirect?to=file%3A%2F%2F%2Fetc%2Fpasswd"))))
+                #expect(refused.failure?.transportFailure?.code == .unsupportedProtocol, "\(refused)")
+                let followed = try await RequestOperation(request: Request(url: server.url("/redirect-chain/1"))).response()
+                #expect(followed.status == .ok && followed.metrics.redirectCount == 1, "\(followed)")
+            }
         }
     }
 
@@ -93,7 +107,7 @@ import Testing
                 request.headerFields[.authorization] = "Bearer secret"
                 request.headerFields[.cookie] = "session=secret"
                 let response = try await RequestOperation(request: request).response()
-                #expect(response.effectiveURL == other.url("/echo"))
+                #expect(response.effectiveURL == other.url("/echo"), "status \(response.status), body \(String(decoding: response.body, as: UTF8.self).prefix(200))")
                 #expect(server.requests.first?.header("Authorization") == "Bearer secret")
                 #expect(other.requests.first?.header("Authorization") == nil)
                 #expect(other.requests.first?.header("Cookie") == nil)

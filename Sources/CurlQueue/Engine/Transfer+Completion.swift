@@ -49,7 +49,7 @@ extension Transfer {
             headerFields: head.fields,
             body: memoryBody,
             fileURL: nil,
-            effectiveURL: Self.string(easy, CURLINFO_EFFECTIVE_URL).flatMap(URL.init(string:)),
+            effectiveURL: effectiveURL(easy),
             httpVersion: head.version,
             metrics: Self.metrics(easy),
             attempts: attempt)
@@ -89,10 +89,13 @@ extension Transfer {
         }
     }
 
-    private static func string(_ easy: UnsafeMutableRawPointer, _ info: CURLINFO) -> String? {
+    /// The URL of the final response: the request's own URL when libcurl ended where it
+    /// started (no redirect), without parsing it again; else libcurl's, parsed.
+    private func effectiveURL(_ easy: UnsafeMutableRawPointer) -> URL? {
         var pointer: UnsafeMutablePointer<CChar>?
-        guard ccurl_easy_getinfo_string(easy, info, &pointer) == CURLE_OK, let pointer else { return nil }
-        return String(cString: pointer)
+        guard ccurl_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &pointer) == CURLE_OK, let pointer else { return nil }
+        if request.url.baseURL == nil, urlString.withCString({ strcmp($0, pointer) == 0 }) { return request.url }
+        return URL(string: String(cString: pointer))
     }
 
     private static func metrics(_ easy: UnsafeMutableRawPointer) -> TransferMetrics {

@@ -28,6 +28,8 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     private(set) var delegate: (any TransferDelegate)?
     var easy: UnsafeMutableRawPointer?
     var handle: EasyHandle?
+    /// The URL as handed to libcurl: the effective URL is the request's own when it matches.
+    var urlString = ""
     var headerList: UnsafeMutablePointer<curl_slist>?
     var head = ResponseHeadParser()
     var memoryBody = Data()

@@ -24,13 +24,13 @@ extension RequestOperation: TransferDelegate {
     }
 
     func transfer(_ transfer: Transfer, didFinishWith outcome: AttemptOutcome) {
-        let now = Date()
-        let random = Double.random(in: 0..<1)
         let action = state.withLock { state in
             let decision = RetryDecision(
                 autoRetry: state.autoRetry, errorCodes: state.autoRetryErrorCodes, policy: state.retryPolicy)
             return state.machine.attemptFinished(outcome) { attempt in
-                decision.delay(after: outcome, attempt: attempt, now: now, random: random)
+                // The clock and the random source (a getrandom call) only when a retry may follow.
+                guard decision.autoRetry else { return nil }
+                return decision.delay(after: outcome, attempt: attempt, now: Date(), random: Double.random(in: 0..<1))
             }
         }
         perform(action)

@@ -44,12 +44,27 @@ public final class RequestOperation: Sendable {
         var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
         var autoRetry = false
         var autoRetryErrorCodes = CurlCode.connectivityErrors
-        var retryPolicy = RetryPolicy()
+        /// Boxed, and absent while it is the default: a pending operation is small (a queue
+        /// may hold 100,000 of them).
+        var retryPolicy: RetryPolicy {
+            get { customRetryPolicy?.value ?? RetryPolicy() }
+            set { customRetryPolicy = newValue == RetryPolicy() ? nil : Box(newValue) }
+        }
+        private var customRetryPolicy: Box<RetryPolicy>?
         var priority = Priority.normal
         var callbackQueue = RequestOperation.defaultCallbackQueue
-        var result: Result<Response, RequestError>?
+        /// The outcome once decided; boxed so that an operation holds no room for a
+        /// `Response` before it has one.
+        var result: Result<Response, RequestError>? {
+            get { decided?.value }
+            set { decided = newValue.map(Box.init) }
+        }
+        private var decided: Box<Result<Response, RequestError>>?
         var waiters: [CheckedContinuation<Result<Response, RequestError>, Never>] = []
-        var finishHooks: [@Sendable (RequestOperation) -> Void] = []
+        /// Hooks run when the outcome is decided: a queue's is the only one in practice, so
+        /// the first is kept inline and only further ones take an array.
+        var finishHook: (@Sendable (RequestOperation) -> Void)?
+        var moreFinishHooks: [@Sendable (RequestOperation) -> Void] = []
         var observer: (@Sendable (Observation) -> Void)?
         var lastDownload: TransferProgress?
         var lastUpload: TransferProgress?
@@ -203,21 +218,36 @@ public final class RequestOperation: Sendable {
                 state.downloadProgressHandler = nil
                 state.uploadProgressHandler = nil
                 state.waiters = []
-                state.finishHooks = []
+                state.finishHook = nil
+                state.moreFinishHooks = []
             }
             return (state.completionHandler, state.downloadProgressHandler, state.uploadProgressHandler,
-                    state.waiters, state.finishHooks, state.callbackQueue, (state.lastDownload, state.lastUpload),
+                    state.waiters, (state.finishHook, state.moreFinishHooks), state.callbackQueue, (state.lastDownload, state.lastUpload),
                     state.observer)
         }
-        for hook in hooks { hook(self) }
+        hooks.0?(self)
+        for hook in hooks.1 { hook(self) }
         observer?(.finished(result))
-        for waiter in waiters { waiter.resume(returning: result) }
-        guard handler != nil || download != nil || upload != nil else { return }
-        let finalProgress = Self.finalProgress(result, lastDownload: last.0, lastUpload: last.1)
-        queue.async {
-            if let download, let progress = finalProgress.download { download(progress) }
-            if let upload, let progress = finalProgress.upload { upload(progress) }
-            handler?(result)
+        guard !waiters.isEmpty || handler != nil || download != nil || upload != nil else { return }
+        let notify = {
+            for waiter in waiters { waiter.resume(returning: result) }
+            guard handler != nil || download != nil || upload != nil else { return }
+            // The final sizes (a stat of a downloaded file) only for progress handlers.
+            let finalProgress = download == nil && upload == nil
+                ? (download: nil, upload: nil)
+                : Self.finalProgress(result, lastDownload: last.0, lastUpload: last.1)
+            queue.async {
+                if let download, let progress = finalProgress.download { download(progress) }
+                if let upload, let progress = finalProgress.upload { upload(progress) }
+                handler?(result)
+            }
+        }
+        // On the engine thread the hooks above may have started the queue's next operation:
+        // let it go out on the wire before other threads are woken for this one's result.
+        if engine.isOnEngineThread {
+            engine.afterThisTurn(notify)
+        } else {
+            notify()
         }
     }
 
@@ -241,7 +271,11 @@ public final class RequestOperation: Sendable {
     func onFinish(_ hook: @escaping @Sendable (RequestOperation) -> Void) {
         let finished = state.withLock { state in
             if state.result != nil { return true }
-            state.finishHooks.append(hook)
+            if state.finishHook == nil {
+                state.finishHook = hook
+            } else {
+                state.moreFinishHooks.append(hook)
+            }
             return false
         }
         if finished { hook(self) }
@@ -250,6 +284,7 @@ public final class RequestOperation: Sendable {
     /// What a queue observes of an operation, on the thread where it happens (often the
     /// engine thread): the observer must not block.
     enum Observation {
+        case started
         case progress(download: TransferProgress, upload: TransferProgress)
         case retrying(attempt: Int, delay: Duration)
         case finished(Result<Response, RequestError>)
@@ -262,11 +297,12 @@ public final class RequestOperation: Sendable {
     /// Starts the first attempt when a queue gives the operation its turn. Returns false when
     /// the operation was cancelled while it waited.
     func startFromQueue() -> Bool {
-        let action = state.withLock { state -> StateMachine<Transfer>.Action in
+        let (action, observer) = state.withLock { state -> (StateMachine<Transfer>.Action, (@Sendable (Observation) -> Void)?) in
             let transfer = makeTransfer(attempt: 1, state)
-            return (try? state.machine.start(handle: transfer, fromQueue: true)) ?? .none
+            return ((try? state.machine.start(handle: transfer, fromQueue: true)) ?? .none, state.observer)
         }
         guard case .startTransfer = action else { return false }
+        observer?(.started)  // before the engine has the transfer: no progress can come first
         perform(action)
         return true
     }
@@ -290,3 +326,9 @@ public enum RequestOperationError: Error, Hashable, Sendable {
 }
 
 let logger = Logger(label: "CurlQueue")
+
+/// An immutable value on the heap, for rarely set state kept out of a struct's inline size.
+final class Box<Value: Sendable>: Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

@@ -3,7 +3,8 @@ extension RequestQueue {
     public enum Event: Sendable {
         /// The operation joined the queue.
         case added(RequestOperation)
-        /// The operation left the queue's backlog and its first attempt began.
+        /// The operation left the queue's backlog and its first attempt began. Comes before any
+        /// progress event of the operation.
         case started(RequestOperation)
         /// Throttled progress of the operation's download and upload.
         case progress(RequestOperation, download: TransferProgress, upload: TransferProgress)
@@ -37,6 +38,8 @@ extension RequestQueue {
 
     func publish(_ event: RequestOperation.Observation, for operation: RequestOperation) {
         switch event {
+        case .started:
+            publish(.started(operation))
         case .progress(let download, let upload):
             publish(.progress(operation, download: download, upload: upload))
         case .retrying(let attempt, let delay):

@@ -178,12 +178,8 @@ public final class RequestQueue: Sendable {
     }
 
     private func start(_ operations: [RequestOperation]) {
-        for operation in operations {
-            if operation.startFromQueue() {
-                publish(.started(operation))
-            } else {
-                operationFinished(operation)  // cancelled on its way out of the queue
-            }
+        for operation in operations where !operation.startFromQueue() {
+            operationFinished(operation)  // cancelled on its way out of the queue
         }
     }
 

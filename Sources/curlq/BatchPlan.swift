@@ -1,0 +1,148 @@
+import CurlQueue
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The settings of one batch, from the command line (or the demo).
+struct BatchOptions: Sendable {
+    var directory: URL
+    /// Transfers at once; 0 = no limit.
+    var jobs = 4
+    /// Transfers at once to one scheme, host and port; 0 = no limit.
+    var perHost = 0
+    var order: RequestQueue.Mode = .firstInFirstOut
+    /// Retries after the first attempt, network errors and `retryHTTP` statuses alike.
+    var retries = 5
+    var retryHTTP: Set<Int> = [429, 503]
+    /// Bounds the whole transfer of one file, retries included (seconds).
+    var timeout: Double?
+    /// Bounds each connection attempt (seconds).
+    var connectTimeout: Double?
+    /// `-c`: ask for the rest of an existing `.part` file.
+    var resume = false
+    /// Replace files that already exist instead of skipping them.
+    var overwrite = false
+    /// `-H`: sent with every URL.
+    var headers: [HeaderField] = []
+    /// Compute the sha256 of every file (for `--json`), not only the ones to verify.
+    var digestEverything = false
+}
+
+/// One file of the batch, with everything decided before the first request. Kept small:
+/// a batch may hold tens of thousands of them.
+struct Job: Sendable {
+    enum Plan: Sendable, Equatable {
+        case download
+        /// The final file is already there (and `--overwrite` was not given).
+        case skip
+        /// Cannot be attempted; the reason.
+        case fail(String)
+    }
+
+    var index: Int
+    var url: URL
+    /// The file name in the output folder, safe and unique in the batch.
+    var name: String
+    var priority: InputPriority
+    /// Expected digest, lowercase hex.
+    var sha256: String?
+    /// The URL's own `header=` lines (merged with `-H` when the request is made).
+    var headers: [HeaderField]
+    /// Bytes already in the `.part` file that `-c` will ask the rest of.
+    var resumeOffset: Int64
+    var plan: Plan
+}
+
+/// Where a job's files go in the output folder.
+struct JobPaths {
+    /// The output folder, absolute, without a trailing slash ("" for the root folder).
+    let folder: String
+
+    init(folder: URL) {
+        var path = folder.path
+        while path.hasSuffix("/") { path.removeLast() }
+        self.folder = path
+    }
+
+    /// Where the file stands once complete (and verified).
+    func final(_ job: Job) -> String { folder + "/" + job.name }
+
+    /// Where the transfer puts it: the final path, or `NAME.unverified` while a sha256 is to
+    /// be checked, so that nothing unverified ever stands under the final name. The transfer
+    /// itself writes `<download>.part` until the body is complete.
+    func download(_ job: Job) -> String {
+        job.sha256 == nil ? final(job) : final(job) + NameAllocator.unverifiedSuffix
+    }
+
+    func part(_ job: Job) -> String { download(job) + ".part" }
+}
+
+enum BatchPlanner {
+    /// Decides the name, headers and fate of every entry. Reads the output folder (to find
+    /// existing files and `.part` files) but changes nothing.
+    static func plan(_ entries: [InputEntry], options: BatchOptions) -> [Job] {
+        var names = NameAllocator()
+        let paths = JobPaths(folder: options.directory)
+        var jobs: [Job] = []
+        jobs.reserveCapacity(entries.count)
+        for (index, entry) in entries.enumerated() {
+            let wanted = entry.out.map(SafeFileName.sanitize) ?? SafeFileName.from(url: entry.url)
+            var job = Job(
+                index: index, url: entry.url, name: names.claim(wanted), priority: entry.priority,
+                sha256: entry.sha256, headers: entry.headers, resumeOffset: 0, plan: .download)
+            job.plan = decide(&job, paths: paths, options: options)
+            jobs.append(job)
+        }
+        return jobs
+    }
+
+    private static func decide(_ job: inout Job, paths: JobPaths, options: BatchOptions) -> Job.Plan {
+        let final = paths.final(job)
+        switch FileKind.of(final) {
+        case .directory:
+            return .fail("\(final) exists and is a folder")
+        case .file, .symbolicLink, .other:
+            if !options.overwrite { return .skip }
+        case .missing:
+            break
+        }
+        let written = job.sha256 == nil ? [paths.part(job)] : [paths.part(job), paths.download(job)]
+        for path in written {
+            switch FileKind.of(path) {
+            case .symbolicLink: return .fail("refusing to write through the symbolic link \(path)")
+            case .directory: return .fail("\(path) exists and is a folder")
+            default: continue
+            }
+        }
+        if options.resume, FileKind.of(paths.part(job)) == .file {
+            job.resumeOffset = FileKind.size(paths.part(job)) ?? 0
+        }
+        return .download
+    }
+}
+
+/// What stands at a path, without following a symbolic link.
+enum FileKind: Equatable {
+    case missing, file, directory, symbolicLink, other
+
+    static func of(_ path: String) -> FileKind {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return .missing }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return .file
+        case S_IFDIR: return .directory
+        case S_IFLNK: return .symbolicLink
+        default: return .other
+        }
+    }
+
+    /// The size of a file (following links), or nil.
+    static func size(_ path: String) -> Int64? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int64(info.st_size)
+    }
+}

@@ -1,0 +1,372 @@
+import CurlQueue
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Runs one batch through a `RequestQueue`: one `RequestOperation` per file, handed to the
+/// queue when ``Admission`` says it may start (so the queue never holds more than `-j`), the
+/// live display fed from the queue's events, sha256 checks after download, and the results.
+///
+/// Everything mutable lives on one serial dispatch queue, `queue`: the operations' completion
+/// handlers run there, queue events and timers are sent there, so no lock is needed and none
+/// is ever held while calling out. Hashing runs on a queue of its own and reports back.
+final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched only on `queue`
+    let queue = DispatchQueue(label: "curlq.batch")
+    private let hashQueue = DispatchQueue(label: "curlq.sha256")
+    private let requestQueue: RequestQueue
+    private let options: BatchOptions
+    private let display: any ProgressDisplay
+    private let stopHashing = Atomic<Bool>(false)
+    private let onProgress: (@Sendable (_ index: Int, _ bytes: Int64, _ runner: BatchRunner) -> Void)?
+    /// Whether the display hid the cursor (to show it again on an abrupt exit).
+    let usesTerminal: Bool
+
+    private let paths: JobPaths
+    private var admission: Admission
+    /// Operations handed to the queue and not finished yet.
+    private var running = 0
+    private var model: BatchModel
+    private var results: [FileResult?]
+    private var remaining: Int
+    private var operations: [RequestOperation?]
+    private var indexOf: [ObjectIdentifier: Int] = [:]
+    private var timer: (any DispatchSourceTimer)?
+    private var continuation: CheckedContinuation<BatchReport, Never>?
+    private var isOver = false
+    private var interruption: Interruption?
+    private var startTime = monotonicSeconds()
+
+    init(
+        jobs: [Job], options: BatchOptions, display: any ProgressDisplay,
+        onProgress: (@Sendable (_ index: Int, _ bytes: Int64, _ runner: BatchRunner) -> Void)? = nil
+    ) {
+        self.options = options
+        self.display = display
+        self.usesTerminal = display.usesTerminal
+        self.onProgress = onProgress
+        let maxAttempts = min(max(0, options.retries), 1_000_000) + 1
+        self.model = BatchModel(jobs: jobs, maxAttempts: maxAttempts)
+        self.results = Array(repeating: nil, count: jobs.count)
+        self.remaining = jobs.count
+        self.operations = Array(repeating: nil, count: jobs.count)
+        self.paths = JobPaths(folder: options.directory)
+        self.admission = Admission(
+            jobs: jobs.filter { $0.plan == .download }.map { ($0.index, Admission.origin(of: $0.url), $0.priority) },
+            count: jobs.count, lastInFirstOut: options.order == .lastInFirstOut, perHost: options.perHost)
+        // The same limits and order on the queue itself; with admission deciding, nothing waits in it.
+        self.requestQueue = RequestQueue(maxConcurrentRequestCount: max(0, options.jobs), queueMode: options.order)
+        requestQueue.maxConcurrentRequestsPerHost = max(0, options.perHost)
+        requestQueue.allowDuplicateRequests = true
+    }
+
+    /// Runs the batch to its end (or interruption) and returns the results, in input order.
+    func run() async -> BatchReport {
+        // Subscribe before the first operation is added: only then does the queue watch it.
+        let events = requestQueue.events()
+        let forwarder = Task { [self] in
+            for await event in events { queue.async { self.handle(event) } }
+        }
+        let report = await withCheckedContinuation { continuation in
+            queue.async { self.begin(continuation) }
+        }
+        forwarder.cancel()
+        return report
+    }
+
+    /// Cancels every transfer (their `.part` files stay) and ends the batch once they have
+    /// let go. Safe from any thread, at any time, more than once.
+    func interrupt(_ reason: Interruption) {
+        queue.async { [self] in
+            guard interruption == nil, !isOver else { return }
+            interruption = reason
+            model.interruption = reason
+            stopHashing.store(true, ordering: .relaxed)
+            guard continuation != nil else { return }  // not begun: `begin` starts nothing
+            display.note("\(reason.description): cancelling; partial files stay as .part", model)
+            for index in admission.takeAllWaiting() {
+                finalize(index, outcome: .interrupted, status: nil, attempts: 0, error: reason.description)
+            }
+            requestQueue.cancelAllRequests()
+        }
+    }
+
+    // MARK: Start
+
+    private func begin(_ continuation: CheckedContinuation<BatchReport, Never>) {
+        self.continuation = continuation
+        startTime = monotonicSeconds()
+        for job in model.jobs {
+            switch job.plan {
+            case .fail(let reason):
+                finalize(job.index, outcome: .failed, status: nil, attempts: 0, error: reason)
+            case .skip:
+                skip(job)
+            case .download:
+                break
+            }
+        }
+        if let reason = interruption {
+            for index in admission.takeAllWaiting() {
+                finalize(index, outcome: .interrupted, status: nil, attempts: 0, error: reason.description)
+            }
+        }
+        admit()
+        if let interval = display.refreshInterval, !isOver {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now(), repeating: interval, leeway: .milliseconds(20))
+            timer.setEventHandler { [weak self] in
+                guard let self, !self.isOver else { return }
+                self.display.refresh(self.model)
+            }
+            timer.resume()
+            self.timer = timer
+        }
+        checkDone()
+    }
+
+    /// Hands the queue the next files while there is room for them to start.
+    private func admit() {
+        while interruption == nil, options.jobs == 0 || running < options.jobs, let index = admission.take() {
+            running += 1
+            add(model.jobs[index])
+        }
+    }
+
+    private func add(_ job: Job) {
+        var request = Request(url: job.url, destination: URL(fileURLWithPath: paths.download(job)), resume: options.resume)
+        request.timeouts = Request.Timeouts(
+            connect: options.connectTimeout.map(Self.duration) ?? .seconds(30),
+            total: options.timeout.map(Self.duration))
+        for header in HeaderField.merge(global: options.headers, own: job.headers) { request.addHeader(header.name, header.value) }
+        let operation = RequestOperation(request: request)
+        operation.autoRetry = true
+        operation.retryPolicy = RetryPolicy(maxAttempts: model.maxAttempts, retryableStatuses: options.retryHTTP)
+        operation.priority = switch job.priority {
+        case .high: .high
+        case .normal: .normal
+        case .low: .low
+        }
+        operation.callbackQueue = queue
+        let index = job.index
+        operation.completionHandler = { [self] result in transferFinished(index, result) }
+        operations[index] = operation
+        indexOf[ObjectIdentifier(operation)] = index
+        try? requestQueue.add(operation)  // cannot fail: the operation is new
+    }
+
+    private func skip(_ job: Job) {
+        let size = FileKind.size(paths.final(job)) ?? 0
+        guard job.sha256 != nil || options.digestEverything else {
+            finalize(job.index, outcome: .skipped, status: nil, attempts: 0, bytes: size)
+            return
+        }
+        model.live[job.index].phase = .verifying
+        hash(paths.final(job)) { [self] digest in
+            switch digest {
+            case .success(let actual) where job.sha256 != nil && actual != job.sha256:
+                finalize(job.index, outcome: .failed, status: nil, attempts: 0, bytes: size, sha256: actual,
+                         error: "\(job.name) is already there but its sha256 is \(actual), not \(job.sha256!); --overwrite replaces it")
+            case .success(let actual):
+                finalize(job.index, outcome: .skipped, status: nil, attempts: 0, bytes: size, sha256: actual)
+            case .failure(.stopped):
+                finalize(job.index, outcome: .interrupted, status: nil, attempts: 0, bytes: size, error: interruption?.description)
+            case .failure(.unreadable(let reason)):
+                finalize(job.index, outcome: .failed, status: nil, attempts: 0, bytes: size, error: reason)
+            }
+        }
+    }
+
+    // MARK: Events
+
+    private func handle(_ event: RequestQueue.Event) {
+        guard !isOver else { return }
+        let now = monotonicSeconds()
+        switch event {
+        case .added, .finished:
+            return  // the completion handler is the one source of truth for outcomes
+        case .started(let operation):
+            guard let index = indexOf[ObjectIdentifier(operation)] else { return }
+            noteStarted(index, now)
+        case .progress(let operation, let download, _):
+            guard let index = indexOf[ObjectIdentifier(operation)] else { return }
+            noteStarted(index, now)
+            model.progress(index, bytes: download.bytesTransferred, total: download.totalBytes, at: now)
+            onProgress?(index, download.bytesTransferred, self)
+        case .retrying(let operation, let attempt, let delay):
+            guard let index = indexOf[ObjectIdentifier(operation)] else { return }
+            noteStarted(index, now)
+            let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+            model.live[index].attempts = max(model.live[index].attempts, attempt)
+            model.live[index].phase = .waitingToRetry(attempt: attempt, at: now + seconds)
+            display.retrying(index, attempt: attempt, delay: seconds, model)
+        }
+    }
+
+    private func noteStarted(_ index: Int, _ now: Double) {
+        guard model.live[index].startedAt == nil else { return }
+        model.markStarted(index, at: now)
+        display.started(index, model)
+        if let timeout = options.timeout {
+            // `--timeout` bounds the whole transfer of the file, retries and backoffs included.
+            queue.asyncAfter(deadline: .now() + timeout) { [weak self] in
+                guard let self, self.results[index] == nil, let operation = self.operations[index] else { return }
+                self.model.live[index].timedOut = true
+                operation.cancel()
+            }
+        }
+    }
+
+    // MARK: Finish
+
+    private func transferFinished(_ index: Int, _ result: Result<Response, RequestError>) {
+        guard results[index] == nil, let operation = operations[index] else { return }
+        operations[index] = nil
+        indexOf[ObjectIdentifier(operation)] = nil
+        running -= 1
+        admission.finished(index)
+        model.live[index].transferEndedAt = monotonicSeconds()
+        defer { admit() }
+        let job = model.jobs[index]
+        let live = model.live[index]
+        let attempts = live.startedAt == nil ? 0 : max(1, live.attempts)
+        switch result {
+        case .success(let response):
+            let status = response.status.code
+            model.live[index].attempts = response.attempts
+            if (200..<300).contains(status), response.fileURL != nil {
+                downloaded(job, status: status, attempts: response.attempts)
+            } else {
+                let tries = response.attempts > 1 ? " (after \(response.attempts) attempts)" : ""
+                finalize(index, outcome: .failed, status: status, attempts: response.attempts,
+                         error: "HTTP \(status)\(Self.reasonPhrases[status].map { " " + $0 } ?? "")\(tries)")
+            }
+        case .failure(.cancelled) where live.timedOut:
+            finalize(index, outcome: .failed, status: nil, attempts: attempts,
+                     error: "timed out: no complete file after \(Self.seconds(options.timeout ?? 0)) (--timeout)")
+        case .failure(.cancelled):
+            finalize(index, outcome: .interrupted, status: nil, attempts: attempts,
+                     error: interruption?.description ?? "cancelled")
+        case .failure(let error):
+            let tries = attempts > 1 ? " (after \(attempts) attempts)" : ""
+            finalize(index, outcome: .failed, status: nil, attempts: attempts, error: "\(error)\(tries)")
+        }
+    }
+
+    private func downloaded(_ job: Job, status: Int, attempts: Int) {
+        let index = job.index
+        guard let expected = job.sha256 else {
+            guard options.digestEverything else {
+                finalize(index, outcome: .downloaded, status: status, attempts: attempts)
+                return
+            }
+            model.live[index].phase = .verifying
+            hash(paths.final(job)) { [self] digest in
+                finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: try? digest.get())
+            }
+            return
+        }
+        model.live[index].phase = .verifying
+        let staged = paths.download(job)
+        let final = paths.final(job)
+        hash(staged) { [self] digest in
+            switch digest {
+            case .success(let actual) where actual == expected:
+                if rename(staged, final) == 0 {
+                    finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: actual)
+                } else {
+                    let reason = String(cString: strerror(errno))
+                    finalize(index, outcome: .failed, status: status, attempts: attempts, sha256: actual,
+                             error: "cannot move \(staged) to \(final): \(reason)")
+                }
+            case .success(let actual):
+                let bytes = FileKind.size(staged) ?? 0
+                unlink(staged)
+                finalize(index, outcome: .failed, status: status, attempts: attempts, bytes: bytes, sha256: actual,
+                         error: "sha256 mismatch: expected \(expected), got \(actual); the download was deleted")
+            case .failure(.stopped):
+                finalize(index, outcome: .interrupted, status: status, attempts: attempts,
+                         error: "\(interruption?.description ?? "stopped") while checking sha256 (the download is kept as \(staged))")
+            case .failure(.unreadable(let reason)):
+                finalize(index, outcome: .failed, status: status, attempts: attempts, error: reason)
+            }
+        }
+    }
+
+    /// Hashes a file on the hashing queue, then calls `completion` on `queue`.
+    private func hash(_ path: String, completion: @escaping @Sendable (Result<String, SHA256.FileError>) -> Void) {
+        hashQueue.async { [self] in
+            let result: Result<String, SHA256.FileError>
+            do throws(SHA256.FileError) {
+                result = .success(try SHA256.hex(ofFileAt: path) { self.stopHashing.load(ordering: .relaxed) })
+            } catch {
+                result = .failure(error)
+            }
+            queue.async { completion(result) }
+        }
+    }
+
+    private func finalize(
+        _ index: Int, outcome: FileResult.Outcome, status: Int?, attempts: Int,
+        bytes: Int64? = nil, sha256: String? = nil, error: String? = nil
+    ) {
+        guard results[index] == nil else { return }
+        let job = model.jobs[index]
+        let onDisk = bytes ?? (outcome == .downloaded ? FileKind.size(paths.final(job)) : FileKind.size(paths.part(job))) ?? 0
+        let now = monotonicSeconds()
+        let seconds = model.live[index].startedAt.map { now - $0 } ?? 0
+        let transferSeconds = model.live[index].startedAt.map { (model.live[index].transferEndedAt ?? now) - $0 } ?? 0
+        if outcome == .downloaded { model.settle(index, bytesOnDisk: onDisk) }
+        let result = FileResult(
+            url: job.url, path: paths.final(job), outcome: outcome, status: status, bytes: onDisk,
+            sha256: sha256, attempts: attempts, seconds: seconds,
+            error: outcome == .downloaded || outcome == .skipped ? nil : error ?? "failed",
+            fetched: model.live[index].fetched, transferSeconds: transferSeconds,
+            startOrder: model.live[index].startSequence)
+        results[index] = result
+        remaining -= 1
+        model.finish(index, result)
+        display.finished(index, result, model)
+        checkDone()
+    }
+
+    private func checkDone() {
+        guard remaining == 0, let continuation, !isOver else { return }
+        isOver = true
+        self.continuation = nil
+        timer?.cancel()
+        timer = nil
+        display.end(model)
+        continuation.resume(returning: BatchReport(
+            results: results.map { $0! }, interruption: interruption, seconds: monotonicSeconds() - startTime,
+            bytesReceived: model.received, directory: options.directory))
+    }
+
+    // MARK: Helpers
+
+    static func duration(_ seconds: Double) -> Duration {
+        .nanoseconds(Int64(min(seconds, 1e9) * 1e9))
+    }
+
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
+    }
+
+    static let reasonPhrases: [Int: String] = [
+        300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other", 304: "Not Modified",
+        307: "Temporary Redirect", 308: "Permanent Redirect", 400: "Bad Request", 401: "Unauthorized",
+        402: "Payment Required", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+        406: "Not Acceptable", 407: "Proxy Authentication Required", 408: "Request Timeout", 409: "Conflict",
+        410: "Gone", 411: "Length Required", 412: "Precondition Failed", 413: "Content Too Large",
+        414: "URI Too Long", 415: "Unsupported Media Type", 416: "Range Not Satisfiable", 418: "I'm a teapot",
+        421: "Misdirected Request", 422: "Unprocessable Content", 425: "Too Early", 426: "Upgrade Required",
+        428: "Precondition Required", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
+        451: "Unavailable For Legal Reasons", 500: "Internal Server Error", 501: "Not Implemented",
+        502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
+        505: "HTTP Version Not Supported", 507: "Insufficient Storage", 511: "Network Authentication Required",
+    ]
+}

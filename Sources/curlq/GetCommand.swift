@@ -1,0 +1,234 @@
+import ArgumentParser
+import CurlQueue
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `curlq get`: downloads a batch of URLs into a folder.
+struct GetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "get",
+        abstract: "Download URLs into a folder, several at a time.",
+        discussion: """
+            URLs come from the arguments and from input files (-i). An input file holds one URL \
+            per line; blank lines and '#' comments are skipped; indented lines below a URL set \
+            its options:
+
+              https://example.org/images/disk.iso
+                  out=disk.iso
+                  priority=high
+                  sha256=0123…(64 hex digits)
+                  header=Authorization: Bearer s3cr3t
+
+            Files are written as NAME.part and renamed to NAME once complete (and verified, when \
+            a sha256 is given). Names come from out= or the URL's last path segment, made safe: \
+            nothing is ever written outside the output folder.
+
+            EXAMPLES:
+              curlq get -o downloads https://example.org/a.iso https://example.org/b.iso
+              curlq get -i urls.txt -o downloads -j 8 --per-host 2
+              curlq get -c -i urls.txt -o downloads     # resume after Ctrl-C
+              curlq get --json -q -i - < urls.txt > report.json
+
+            EXIT STATUS: 0 every file downloaded or already there; 1 one or more failed; \
+            2 usage error (nothing was downloaded); 130 interrupted (SIGINT); 143 terminated (SIGTERM).
+            """
+    )
+
+    @Argument(help: ArgumentHelp("URLs to download (http or https).", valueName: "URL"))
+    var urls: [String] = []
+
+    @Option(name: [.customShort("i"), .customLong("input")],
+            help: ArgumentHelp("Read URLs and their options from FILE ('-' for standard input). Repeatable.", valueName: "FILE"))
+    var inputs: [String] = []
+
+    @Option(name: [.customShort("o"), .customLong("dir")],
+            help: ArgumentHelp("Folder to download into; created when missing.", valueName: "DIR"))
+    var directory: String = "."
+
+    @Option(name: [.customShort("j"), .customLong("jobs")],
+            help: ArgumentHelp("Transfers at once; 0 means no limit.", valueName: "N"))
+    var jobs: Int = 4
+
+    @Option(name: .customLong("per-host"),
+            help: ArgumentHelp("Transfers at once to one host (scheme, host and port); 0 means no limit.", valueName: "N"))
+    var perHost: Int = 0
+
+    @Option(help: ArgumentHelp("Which waiting URL starts next within a priority: fifo (first listed) or lifo (last listed).", valueName: "fifo|lifo"))
+    var order: Order = .fifo
+
+    @Option(help: ArgumentHelp("Retries after the first attempt, for network errors and --retry-http statuses alike, with exponential backoff and jitter.", valueName: "N"))
+    var retries: Int = 5
+
+    @Option(name: .customLong("retry-http"),
+            help: ArgumentHelp("HTTP statuses to retry, comma-separated, or 'none'. Retry-After is honoured.", valueName: "CODES"))
+    var retryHTTP: String = "429,503"
+
+    @Option(help: ArgumentHelp("Most time for the whole transfer of one file, retries included.", valueName: "SECONDS"))
+    var timeout: Double?
+
+    @Option(name: .customLong("connect-timeout"),
+            help: ArgumentHelp("Most time to connect (default 30).", valueName: "SECONDS"))
+    var connectTimeout: Double?
+
+    @Flag(name: [.customShort("c"), .customLong("continue")],
+          help: "Resume NAME.part files left by an earlier run (with Range); without it they start over.")
+    var resume = false
+
+    @Flag(help: "Replace files that already exist; without it they are skipped and reported as such.")
+    var overwrite = false
+
+    @Option(name: [.customShort("H"), .customLong("header")],
+            help: ArgumentHelp("A header for every URL, 'Name: value'. Repeatable; an input file's header= overrides it.", valueName: "HEADER"))
+    var headers: [String] = []
+
+    @Flag(help: "When done, print one JSON object on standard output: per URL its url, path, status, bytes, sha256, attempts, seconds and error.")
+    var json = false
+
+    @Flag(name: .shortAndLong, help: "No progress and no summary; failures are still reported.")
+    var quiet = false
+
+    @Option(help: ArgumentHelp("auto (bars on a terminal, else lines), bar, lines or none.", valueName: "MODE"))
+    var progress: ProgressMode = .auto
+
+    enum Order: String, CaseIterable, ExpressibleByArgument {
+        case fifo, lifo
+    }
+
+    func validate() throws {
+        guard jobs >= 0 else { throw ValidationError("--jobs must be 0 (no limit) or more, not \(jobs)") }
+        guard perHost >= 0 else { throw ValidationError("--per-host must be 0 (no limit) or more, not \(perHost)") }
+        guard retries >= 0 else { throw ValidationError("--retries must be 0 or more, not \(retries)") }
+        _ = try Self.parseStatuses(retryHTTP)
+        for (name, value) in [("--timeout", timeout), ("--connect-timeout", connectTimeout)] {
+            if let value, !(value.isFinite && value > 0 && value <= 1e9) {
+                throw ValidationError("\(name) must be a number of seconds above 0, not \(value)")
+            }
+        }
+        for header in headers {
+            if case .failure(let problem) = HeaderField.parse(header) { throw ValidationError("-H \(quoted(header)): \(problem)") }
+        }
+        for url in urls {
+            if case .failure(let problem) = InputFile.validateURL(url) { throw ValidationError(problem.message) }
+        }
+    }
+
+    /// `429,503` → [429, 503]; `none` or empty → [].
+    static func parseStatuses(_ text: String) throws -> Set<Int> {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.isEmpty || trimmed.lowercased() == "none" { return [] }
+        var codes: Set<Int> = []
+        for part in trimmed.split(separator: ",", omittingEmptySubsequences: false) {
+            let digits = part.trimmingCharacters(in: .whitespaces)
+            guard let code = Int(digits), (100...599).contains(code) else {
+                throw ValidationError("--retry-http takes HTTP status codes (100 to 599) separated by commas, not \(quoted(text))")
+            }
+            codes.insert(code)
+        }
+        return codes
+    }
+
+    func run() async throws {
+        let (jobs, options) = try makeBatch()
+        let display = quiet ? SilentDisplay() : makeDisplay(progress)
+        let signals = SignalTrap()
+        let runner = BatchRunner(jobs: jobs, options: options, display: display)
+        signals.watch(runner)
+        let report = await runner.run()
+
+        if quiet {
+            Output.error(Summary.quietText(report))
+        } else {
+            Output.error(Summary.text(report, colours: display.usesTerminal && Terminal.coloursAllowed))
+        }
+        if json { JSONReport.write(report) { Output.standardOutput($0) } }
+        let status = report.exitStatus
+        if status != ExitStatus.success { throw ExitCode(status) }
+    }
+
+    /// Reads and checks all the input, prepares the folder and plans every file; the parsed
+    /// input is let go of before the first request.
+    func makeBatch() throws -> ([Job], BatchOptions) {
+        // Checked here rather than in validate(), so that a mistyped option is reported as such.
+        guard !urls.isEmpty || !inputs.isEmpty else {
+            throw UsageError("give at least one URL, or an input file with -i (see curlq get --help)")
+        }
+        let entries = try readEntries()
+        var options = BatchOptions(directory: try prepareFolder())
+        options.jobs = jobs
+        options.perHost = perHost
+        options.order = order == .lifo ? .lastInFirstOut : .firstInFirstOut
+        options.retries = retries
+        options.retryHTTP = try Self.parseStatuses(retryHTTP)
+        options.timeout = timeout
+        options.connectTimeout = connectTimeout
+        options.resume = resume
+        options.overwrite = overwrite
+        options.headers = headers.compactMap { try? HeaderField.parse($0).get() }
+        options.digestEverything = json
+        return (BatchPlanner.plan(entries, options: options), options)
+    }
+
+    /// Every URL with its options: the arguments first, then each input file in turn. All of
+    /// it is read and checked before the first request.
+    func readEntries() throws -> [InputEntry] {
+        var entries: [InputEntry] = []
+        for (number, text) in urls.enumerated() {
+            guard case .success(let url) = InputFile.validateURL(text) else { continue }  // checked in validate()
+            entries.append(InputEntry(url: url, origin: "argument \(number + 1)"))
+        }
+        for path in inputs {
+            let name = path == "-" ? "standard input" : path
+            let data: Data
+            do {
+                data = path == "-" ? try FileHandle.standardInput.readToEnd() ?? Data() : try Data(contentsOf: URL(fileURLWithPath: path))
+            } catch {
+                throw UsageError("cannot read the input file \(quoted(path)): \(Self.reason(error))")
+            }
+            do {
+                entries += try InputFile.parse(data, origin: name)
+            } catch {
+                throw UsageError("\(name):\(error.line): \(error.message)")
+            }
+        }
+        return entries
+    }
+
+    /// The output folder as an absolute URL, created when missing.
+    func prepareFolder() throws -> URL {
+        let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
+        switch FileKind.of(folder.path) {
+        case .directory:
+            return folder
+        case .missing:
+            do {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            } catch {
+                throw UsageError("cannot create the folder \(quoted(directory)): \(Self.reason(error))")
+            }
+            return folder
+        case .symbolicLink where FileKind.of(folder.resolvingSymlinksInPath().path) == .directory:
+            return folder  // a link to a folder is the user's choice
+        default:
+            throw UsageError("\(quoted(directory)) is not a folder")
+        }
+    }
+
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? CocoaError, let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError,
+           underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if let error = error as? CocoaError {
+            switch error.code {
+            case .fileReadNoSuchFile, .fileNoSuchFile: return "no such file"
+            case .fileReadNoPermission, .fileWriteNoPermission: return "permission denied"
+            default: break
+            }
+        }
+        return error.localizedDescription
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+
+/// The priority of one URL in the batch (`priority=` in an input file).
+enum InputPriority: String, CaseIterable, Sendable {
+    case high, normal, low
+}
+
+/// One header field given with `-H` or `header=`.
+struct HeaderField: Equatable, Sendable {
+    var name: String
+    var value: String
+
+    /// Parses `Name: value`. The name must be an HTTP token (letters, digits and
+    /// ``!#$%&'*+-.^_`|~``), the value may not hold control characters other than tab;
+    /// spaces and tabs around the value are dropped. An empty value is allowed.
+    static func parse(_ text: String) -> Result<HeaderField, InputProblem> {
+        guard let colon = text.firstIndex(of: ":") else {
+            return .failure(InputProblem("a header must look like 'Name: value', not \(quoted(text))"))
+        }
+        let name = String(text[..<colon])
+        guard !name.isEmpty, name.unicodeScalars.allSatisfy(isTokenCharacter) else {
+            return .failure(InputProblem("invalid header name \(quoted(name)) (letters, digits and !#$%&'*+-.^_`|~ only)"))
+        }
+        let value = String(text[text.index(after: colon)...]).trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+        if value.unicodeScalars.contains(where: { $0 != "\t" && ($0.value < 0x20 || $0.value == 0x7F) }) {
+            return .failure(InputProblem("header \(name) has a control character (CR, LF, NUL…) in its value"))
+        }
+        return .success(HeaderField(name: name, value: value))
+    }
+
+    static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."z", "A"..."Z", "0"..."9": return true
+        default: return "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar)
+        }
+    }
+
+    /// `-H` headers apply to every URL; an entry's own `header=` lines add to them, and
+    /// replace every `-H` header of the same name (compared case-insensitively).
+    static func merge(global: [HeaderField], own: [HeaderField]) -> [HeaderField] {
+        let overridden = Set(own.map { $0.name.lowercased() })
+        return global.filter { !overridden.contains($0.name.lowercased()) } + own
+    }
+}
+
+/// What is wrong with a piece of input; the caller adds where it was (file and line).
+struct InputProblem: Error, Equatable, CustomStringConvertible {
+    var message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}
+
+/// A malformed line of an input file.
+struct InputFileError: Error, Equatable, CustomStringConvertible {
+    /// 1-based.
+    var line: Int
+    var message: String
+    var description: String { "line \(line): \(message)" }
+}
+
+/// One URL to download, with its options.
+struct InputEntry: Equatable, Sendable {
+    var url: URL
+    /// Where it came from, for messages: `urls.txt:12` or `argument 3`.
+    var origin: String
+    /// `out=`: the file name wanted in the output folder (made safe later).
+    var out: String?
+    var priority: InputPriority = .normal
+    /// `sha256=`: the expected digest, lowercase hex.
+    var sha256: String?
+    /// `header=` lines, in order.
+    var headers: [HeaderField] = []
+}
+
+/// The input file format:
+///
+/// ```
+/// # a comment
+/// https://example.org/big.iso
+///     out=ubuntu.iso
+///     priority=high
+///     sha256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+///     header=Authorization: Bearer abc
+/// https://example.org/other.bin
+/// ```
+///
+/// A line that starts with a space or a tab belongs to the URL above it. Blank lines and lines
+/// whose first non-blank character is `#` are skipped. Parsing is pure: no I/O.
+enum InputFile {
+    static let keys = ["out", "priority", "sha256", "header"]
+
+    /// Parses a whole file (already read). `origin` names it in the entries (`urls.txt`).
+    static func parse(_ data: Data, origin: String) throws(InputFileError) -> [InputEntry] {
+        var entries: [InputEntry] = []
+        var bytes = data[...]
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }  // a UTF-8 BOM
+        var lineNumber = 0
+        var current: InputEntry?
+        var seenKeys: Set<String> = []
+        for rawLine in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            lineNumber += 1
+            let lineBytes = rawLine.last == 0x0D ? rawLine.dropLast() : rawLine
+            let line = String(decoding: lineBytes, as: UTF8.self)
+            let trimmed = line.trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            func fail(_ message: String) -> InputFileError { InputFileError(line: lineNumber, message: message) }
+
+            if line.first == " " || line.first == "\t" {
+                guard var entry = current else {
+                    throw fail("an indented option line must follow a URL: \(quoted(trimmed))")
+                }
+                guard let equals = trimmed.firstIndex(of: "=") else {
+                    throw fail("expected key=value (\(keys.joined(separator: ", "))), not \(quoted(trimmed))")
+                }
+                let key = trimmed[..<equals].trimmingCharacters(in: CharacterSet(charactersIn: " \t")).lowercased()
+                let value = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+                do {
+                    try apply(key: key, value: value, to: &entry, seen: &seenKeys)
+                } catch {
+                    throw fail(error.message)
+                }
+                current = entry
+            } else {
+                if let entry = current { entries.append(entry) }
+                switch validateURL(trimmed) {
+                case .success(let url):
+                    current = InputEntry(url: url, origin: "\(origin):\(lineNumber)")
+                    seenKeys = []
+                case .failure(let problem):
+                    throw fail(problem.message)
+                }
+            }
+        }
+        if let entry = current { entries.append(entry) }
+        return entries
+    }
+
+    private static func apply(key: String, value: String, to entry: inout InputEntry, seen: inout Set<String>) throws(InputProblem) {
+        if key != "header" {
+            guard seen.insert(key).inserted || !keys.contains(key) else {
+                throw InputProblem("\(key)= is given twice for this URL")
+            }
+        }
+        switch key {
+        case "out":
+            guard !value.isEmpty else { throw InputProblem("out= needs a file name") }
+            entry.out = value
+        case "priority":
+            guard let priority = InputPriority(rawValue: value.lowercased()) else {
+                throw InputProblem("priority must be high, normal or low, not \(quoted(value))")
+            }
+            entry.priority = priority
+        case "sha256":
+            entry.sha256 = try parseSHA256(value)
+        case "header":
+            switch HeaderField.parse(value) {
+            case .success(let field): entry.headers.append(field)
+            case .failure(let problem): throw problem
+            }
+        default:
+            throw InputProblem("unknown key \(quoted(key)) (expected \(keys.joined(separator: ", ")))")
+        }
+    }
+
+    /// 64 hexadecimal digits, returned in lowercase.
+    static func parseSHA256(_ value: String) throws(InputProblem) -> String {
+        guard value.utf8.count == 64, value.unicodeScalars.allSatisfy(\.properties.isASCIIHexDigit) else {
+            throw InputProblem("sha256= needs 64 hexadecimal digits, not \(quoted(value))")
+        }
+        return value.lowercased()
+    }
+
+    /// An absolute http or https URL with a host, written without spaces or control
+    /// characters (percent-encode them).
+    static func validateURL(_ text: String) -> Result<URL, InputProblem> {
+        if text.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
+            return .failure(InputProblem("not a URL (spaces and control characters must be percent-encoded): \(quoted(text))"))
+        }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
+            return .failure(InputProblem("not a URL: \(quoted(text))"))
+        }
+        guard scheme == "http" || scheme == "https" else {
+            return .failure(InputProblem("only http and https URLs are supported: \(quoted(text))"))
+        }
+        guard let host = url.host, !host.isEmpty else {
+            return .failure(InputProblem("the URL has no host: \(quoted(text))"))
+        }
+        return .success(url)
+    }
+}
+
+/// `text` in single quotes, with control characters escaped, for messages.
+func quoted(_ text: some StringProtocol) -> String {
+    var result = "'"
+    for scalar in text.unicodeScalars.prefix(200) {
+        if scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) {
+            result += "\\u{\(String(scalar.value, radix: 16))}"
+        } else {
+            result.unicodeScalars.append(scalar)
+        }
+    }
+    if text.unicodeScalars.count > 200 { result += "…" }
+    return result + "'"
+}

@@ -1,0 +1,128 @@
+import Foundation
+
+/// Turns whatever a URL or an `out=` line says into a plain file name that stays inside the
+/// output folder: no `/` (nor `\`), no `.` or `..` component, no leading `.`, no run of dots,
+/// no control or invisible formatting characters, at most ``maxBytes`` bytes of UTF-8, and
+/// `index.html` when nothing is left.
+enum SafeFileName {
+    /// Leaves room under Linux's 255-byte NAME_MAX for `.part`, `.unverified` and `.N`.
+    static let maxBytes = 200
+    static let fallback = "index.html"
+
+    /// The name for a URL: its last path segment as given (not after redirects),
+    /// percent-decoded, then made safe. The query and fragment play no part.
+    static func from(url: URL) -> String {
+        let path = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? url.path
+        return sanitize(percentDecode(lastSegment(ofPercentEncodedPath: path)))
+    }
+
+    /// The text after the last `/` of a still percent-encoded path (so `%2F` does not split).
+    static func lastSegment(ofPercentEncodedPath path: String) -> Substring {
+        guard let slash = path.lastIndex(of: "/") else { return path[...] }
+        return path[path.index(after: slash)...]
+    }
+
+    /// Decodes `%XX` escapes; malformed escapes stay as they are, invalid UTF-8 becomes U+FFFD.
+    static func percentDecode(_ text: some StringProtocol) -> String {
+        guard text.contains("%") else { return String(text) }
+        let utf8 = Array(text.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var index = 0
+        while index < utf8.count {
+            if utf8[index] == UInt8(ascii: "%"), index + 2 < utf8.count,
+               let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2]) {
+                bytes.append(high << 4 | low)
+                index += 3
+            } else {
+                bytes.append(utf8[index])
+                index += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    /// Makes `raw` (already decoded) safe to use as a file name in the output folder.
+    ///
+    /// `../../etc/passwd` becomes `etc_passwd`: the path is split at `/` and `\`, the empty,
+    /// `.` and `..` components are dropped and the rest joined with `_`.
+    static func sanitize(_ raw: String) -> String {
+        var cleaned = String.UnicodeScalarView()
+        for scalar in raw.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .control, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse:
+                cleaned.append("_")
+            case .format:
+                continue  // zero-width and bidirectional controls: invisible, and misleading
+            default:
+                cleaned.append(scalar)
+            }
+        }
+        let components = String(cleaned)
+            .split(whereSeparator: { $0 == "/" || $0 == "\\" })
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && $0 != "." && $0 != ".." }
+        var name = components.joined(separator: "_")
+
+        // No run of dots anywhere, no dot or space at the start, no space at the end.
+        while name.contains("..") { name = name.replacingOccurrences(of: "..", with: ".") }
+        while let first = name.unicodeScalars.first, first == "." || first.properties.isWhitespace {
+            name.unicodeScalars.removeFirst()
+        }
+        while let last = name.unicodeScalars.last, last.properties.isWhitespace {
+            name.unicodeScalars.removeLast()
+        }
+        name = truncated(name)
+        return name.isEmpty ? fallback : name
+    }
+
+    /// At most ``maxBytes`` of UTF-8, cut at a character boundary, keeping a short extension.
+    static func truncated(_ name: String) -> String {
+        guard name.utf8.count > maxBytes else { return name }
+        var suffix = ""
+        if let dot = name.lastIndex(of: "."), name.distance(from: dot, to: name.endIndex) <= 16 {
+            suffix = String(name[dot...])
+        }
+        var stem = ""
+        for character in name.dropLast(suffix.count) {
+            if stem.utf8.count + character.utf8.count + suffix.utf8.count > maxBytes { break }
+            stem.append(character)
+        }
+        return stem + suffix
+    }
+}
+
+/// Hands out the names of one batch so that no two files, nor their `.part` and
+/// verification files, collide: the second `a.bin` becomes `a.bin.1`, the third `a.bin.2`.
+struct NameAllocator {
+    private var used: Set<String> = []
+
+    /// The suffix of a download waiting for its sha256 check (see ``Job``).
+    static let unverifiedSuffix = ".unverified"
+
+    /// The files a download named `name` may create in the output folder.
+    static func files(for name: String) -> [String] {
+        [name, name + ".part", name + unverifiedSuffix, name + unverifiedSuffix + ".part"]
+    }
+
+    /// Returns `name`, or `name.N` with the smallest N that is still free, and takes it.
+    mutating func claim(_ name: String) -> String {
+        var candidate = name
+        var number = 0
+        while Self.files(for: candidate).contains(where: used.contains) {
+            number += 1
+            candidate = "\(name).\(number)"
+        }
+        used.formUnion(Self.files(for: candidate))
+        return candidate
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// The human summary printed on standard error when a batch ends.
+enum Summary {
+    /// The full summary: counts, bytes, speed, folder, then every file that did not make it.
+    static func text(_ report: BatchReport, colours: Bool = false) -> String {
+        let downloaded = report.count(.downloaded)
+        let skipped = report.count(.skipped)
+        let failed = report.count(.failed)
+        let stopped = report.count(.interrupted)
+        var counts = ["\(downloaded) downloaded"]
+        if skipped > 0 { counts.append("\(skipped) already there") }
+        if failed > 0 { counts.append("\(failed) failed") }
+        if stopped > 0 { counts.append("\(stopped) not finished") }
+        let speed = report.seconds > 0 ? ", \(Format.speed(Double(report.bytesReceived) / report.seconds))" : ""
+        let head = report.interruption.map { capitalized($0.description) + " after" } ?? "Done in"
+        var text = "\(head) \(Format.duration(report.seconds)): \(counts.joined(separator: ", ")) of \(report.results.count) "
+            + "file\(report.results.count == 1 ? "" : "s")\n"
+            + "\(Format.bytes(report.bytesReceived)) received\(speed); folder \(Format.safe(report.directory.path))\n"
+        let failures = report.results.filter { $0.outcome == .failed }
+        if !failures.isEmpty {
+            text += Terminal.paint("Failed:", .red, enabled: colours) + "\n"
+            for result in failures { text += "  " + failureLine(result) + "\n" }
+        }
+        let unfinished = report.results.filter { $0.outcome == .interrupted }
+        if !unfinished.isEmpty {
+            let kept = unfinished.filter { $0.bytes > 0 }
+            text += "Not finished: \(unfinished.count)"
+            if !kept.isEmpty {
+                let bytes = kept.reduce(Int64(0)) { $0 + $1.bytes }
+                text += " (\(kept.count) with \(Format.bytes(bytes)) kept as .part files)"
+            }
+            text += ".\nRun the same command with -c to resume them.\n"
+        }
+        return text
+    }
+
+    /// `--quiet`: only what went wrong, one line per file.
+    static func quietText(_ report: BatchReport) -> String {
+        report.results.filter { $0.outcome == .failed }.map { "curlq: failed: " + failureLine($0) + "\n" }.joined()
+    }
+
+    static func failureLine(_ result: FileResult) -> String {
+        let name = (result.path as NSString).lastPathComponent
+        return Format.safe("\(name): \(result.error ?? "failed") (\(result.url.absoluteString))")
+    }
+
+    private static func capitalized(_ text: String) -> String {
+        text.prefix(1).uppercased() + text.dropFirst()
+    }
+}

@@ -1,0 +1,93 @@
+@testable import curlq
+import Foundation
+import Testing
+
+/// How `curlq` names files: safe names from URLs and `out=`, and unique names in a batch.
+@Suite struct CurlqFileNameTests {
+    func name(_ url: String) -> String { SafeFileName.from(url: URL(string: url)!) }
+
+    /// What every name handed out must be, whatever came in.
+    func expectSafe(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(!name.isEmpty, sourceLocation: sourceLocation)
+        #expect(!name.contains("/") && !name.contains("\\"), "\(name.debugDescription)", sourceLocation: sourceLocation)
+        #expect(!name.contains(".."), "\(name.debugDescription)", sourceLocation: sourceLocation)
+        #expect(!name.hasPrefix("."), "\(name.debugDescription)", sourceLocation: sourceLocation)
+        #expect(!name.unicodeScalars.contains { $0.properties.generalCategory == .control }, "\(name.debugDescription)", sourceLocation: sourceLocation)
+        #expect(name.utf8.count <= SafeFileName.maxBytes, sourceLocation: sourceLocation)
+    }
+
+    @Test func theLastPathSegmentPercentDecoded() {
+        #expect(name("https://example.org/files/report.pdf") == "report.pdf")
+        #expect(name("https://example.org/files/annual%20report%E2%82%AC.pdf?download=1#top") == "annual report€.pdf")
+        #expect(name("https://example.org/a%2Fb") == "a_b")
+        #expect(name("https://example.org/%ZZbad%4") == "%ZZbad%4")
+        #expect(name("https://example.org/bad-utf8-%FF%FE") == "bad-utf8-\u{FFFD}\u{FFFD}")
+    }
+
+    @Test func emptyNamesBecomeIndexHTML() {
+        #expect(name("https://example.org") == "index.html")
+        #expect(name("https://example.org/") == "index.html")
+        #expect(name("https://example.org/dir/") == "index.html")
+        #expect(name("https://example.org/..") == "index.html")
+        #expect(name("https://example.org/%2E%2E") == "index.html")
+        #expect(SafeFileName.sanitize("") == "index.html")
+        #expect(SafeFileName.sanitize("...") == "index.html")
+        #expect(SafeFileName.sanitize(" / ") == "index.html")
+    }
+
+    @Test func hostileNamesCannotLeaveTheFolder() {
+        #expect(name("https://example.org/download/..%2F..%2Fetc%2Fpasswd") == "etc_passwd")
+        #expect(name("https://example.org/..%5C..%5Cwindows%5Cwin.ini") == "windows_win.ini")
+        #expect(SafeFileName.sanitize("../x") == "x")
+        #expect(SafeFileName.sanitize("/etc/passwd") == "etc_passwd")
+        #expect(SafeFileName.sanitize("./../.././x/../y") == "x_y")
+        #expect(SafeFileName.sanitize(".bashrc") == "bashrc")
+        #expect(SafeFileName.sanitize("..hidden..name..") == "hidden.name.")
+        #expect(SafeFileName.sanitize("a\u{0}b\nc\u{1B}[31md\u{7F}") == "a_b_c_[31md_")
+        #expect(SafeFileName.sanitize("evil\u{202E}txt.exe") == "eviltxt.exe")
+        #expect(SafeFileName.sanitize("  spaced  ") == "spaced")
+        let inputs = ["../x", "..", ".", "/", "\\..\\", "..%2F", "\u{0}", ". .", ".\u{200B}.", "a/../../b", String(repeating: "../", count: 100)]
+        for input in inputs {
+            expectSafe(SafeFileName.sanitize(input))
+            expectSafe(SafeFileName.sanitize(SafeFileName.percentDecode(input)))
+        }
+    }
+
+    @Test func longNamesAreCutKeepingTheExtension() {
+        let long = SafeFileName.sanitize(String(repeating: "é", count: 300) + ".tar.gz")
+        #expect(long.utf8.count <= SafeFileName.maxBytes)
+        #expect(long.hasSuffix(".gz") && long.hasPrefix("éé"))
+        let noExtension = SafeFileName.sanitize(String(repeating: "x", count: 1000))
+        #expect(noExtension == String(repeating: "x", count: SafeFileName.maxBytes))
+    }
+
+    @Test func clashesInABatchGetNumberSuffixes() {
+        var names = NameAllocator()
+        #expect(names.claim("a.bin") == "a.bin")
+        #expect(names.claim("a.bin") == "a.bin.1")
+        #expect(names.claim("a.bin") == "a.bin.2")
+        #expect(names.claim("a.bin.1") == "a.bin.1.1")
+        #expect(names.claim("b") == "b")
+    }
+
+    @Test func namesNeverCollideWithAnotherFilesWorkingFiles() {
+        var names = NameAllocator()
+        #expect(names.claim("x") == "x")
+        #expect(names.claim("x.part") == "x.part.1")  // x.part is x's partial download
+        #expect(names.claim("x.unverified") == "x.unverified.1")
+        var reversed = NameAllocator()
+        #expect(reversed.claim("y.part") == "y.part")
+        #expect(reversed.claim("y") == "y.1")  // y's .part would be the other file
+    }
+
+    @Test func randomInputsAlwaysGiveSafeNames() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("./\\%2Fe.\u{0}\u{1F}\u{7F} aZ€😀\u{202E}\u{301}")
+        for _ in 0..<2000 {
+            let length = Int.random(in: 0...40, using: &generator)
+            let raw = String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
+            expectSafe(SafeFileName.sanitize(raw))
+            expectSafe(SafeFileName.sanitize(SafeFileName.percentDecode(raw)))
+        }
+    }
+}
