@@ -34,6 +34,9 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     private var results: [FileResult?]
     private var remaining: Int
     private var operations: [RequestOperation?]
+    /// The order in which files were handed to the queue. curlq hands over only files that may
+    /// start at once, so this is the start order, known before any event of the queue arrives.
+    private var admissionOrder: [Int: Int] = [:]
     private var indexOf: [ObjectIdentifier: Int] = [:]
     private var timer: (any DispatchSourceTimer)?
     private var continuation: CheckedContinuation<BatchReport, Never>?
@@ -155,6 +158,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         let index = job.index
         operation.completionHandler = { [self] result in transferFinished(index, result) }
         operations[index] = operation
+        admissionOrder[index] = admissionOrder.count + 1
         indexOf[ObjectIdentifier(operation)] = index
         try? requestQueue.add(operation)  // cannot fail: the operation is new
     }
@@ -326,7 +330,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             sha256: sha256, attempts: attempts, seconds: seconds,
             error: outcome == .downloaded || outcome == .skipped ? nil : error ?? "failed",
             fetched: model.live[index].fetched, transferSeconds: transferSeconds,
-            startOrder: model.live[index].startSequence)
+            startOrder: admissionOrder[index] ?? 0)
         results[index] = result
         remaining -= 1
         model.finish(index, result)

@@ -216,18 +216,30 @@ fileprivate func files(in folder: URL) -> [String] { ((try? FileManager.default.
 /// A port bound on 127.0.0.1 but not listening, so that connecting to it is refused, for the
 /// duration of `body`.
 fileprivate func withRefusingPort<T>(_ body: (Int) async throws -> T) async throws -> T {
-    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let (socket, address) = try loopbackSocket(listening: false)
     defer { close(socket) }
+    return try await body(Int(UInt16(bigEndian: address.sin_port)))
+}
+
+/// A TCP socket bound to an ephemeral port on 127.0.0.1 (listening with a backlog of 0 when
+/// `listening`), and its address.
+fileprivate func loopbackSocket(listening: Bool) throws -> (Int32, sockaddr_in) {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    try withUnsafeMutablePointer(to: &address) { pointer in
-        try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-            guard bind(socket, raw, length) == 0, getsockname(socket, raw, &length) == 0 else { throw POSIXError(.EADDRINUSE) }
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+            bind(socket, raw, length) == 0 && (!listening || listen(socket, 0) == 0)
+                && getsockname(socket, raw, &length) == 0
         }
     }
-    return try await body(Int(UInt16(bigEndian: address.sin_port)))
+    guard bound else {
+        close(socket)
+        throw POSIXError(.EADDRINUSE)
+    }
+    return (socket, address)
 }
 
 /// Whether the tests (and so the curlq built with them) run under a sanitizer: the project's
@@ -641,19 +653,9 @@ fileprivate func withFolder<T>(_ body: (URL) async throws -> T) async throws -> 
     @Test func connectTimeoutBoundsTheConnection() async throws {
         try await withFolder { folder in
             // A listening socket whose backlog is full: the kernel leaves new connections hanging.
-            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var (listener, address) = try loopbackSocket(listening: true)
             defer { close(listener) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            try withUnsafeMutablePointer(to: &address) { pointer in
-                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                    guard bind(listener, raw, length) == 0, listen(listener, 0) == 0, getsockname(listener, raw, &length) == 0 else {
-                        throw POSIXError(.EADDRINUSE)
-                    }
-                }
-            }
+            let length = socklen_t(MemoryLayout<sockaddr_in>.size)
             var fillers: [Int32] = []
             defer { fillers.forEach { close($0) } }
             for _ in 0..<3 {
