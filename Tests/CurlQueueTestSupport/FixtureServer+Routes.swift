@@ -152,6 +152,7 @@ enum Routes {
             sendCount: length,
             chunkSize: min(max(1, target.int("chunk") ?? defaultChunkSize), maxChunkSize),
             dripInterval: target.int("drip").map { .milliseconds(Int64(max(0, $0))) },
+            hold: target.int("holdAt").flatMap { offset in target.query["gate"].map { (offset, $0) } },
             ending: .end
         )
         let chunked = target.flag("chunked")

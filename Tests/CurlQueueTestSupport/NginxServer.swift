@@ -38,14 +38,14 @@ public final class NginxServer: Sendable {
         try Data(FixtureServer.expectedBytes(count: 1 << 20)).write(to: files.appendingPathComponent("1m"))
 
         let path = folder.path
-        try run("/bin/sh", ["-c", """
+        _ = try await blocking { try run("/bin/sh", ["-c", """
             set -e; cd '\(path)'
             openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj '/CN=CurlQueue Test CA' 2>/dev/null
             openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj '/CN=localhost' 2>/dev/null
             printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.ext
             openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile san.ext 2>/dev/null
             openssl pkey -in server.key -pubout -outform der | openssl dgst -sha256 -binary | openssl base64 > pin.txt
-            """])
+            """]) }
         let pin = try String(contentsOf: folder.appendingPathComponent("pin.txt"), encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
 
@@ -99,7 +99,7 @@ public final class NginxServer: Sendable {
     /// Connections nginx accepted so far (stub_status "accepts"; the status request's own
     /// connection included when it needed a new one).
     public func acceptedConnections() throws -> Int {
-        let text = try Self.output("/usr/bin/curl", ["-s", "--cacert", caFile, url("/status").absoluteString])
+        let text = try Self.output("/usr/bin/curl", ["-s", "--max-time", "10", "--cacert", caFile, url("/status").absoluteString])
         // Active connections: 1 \n server accepts handled requests \n A H R \n ...
         let lines = text.split(separator: "\n")
         guard lines.count >= 3, let accepts = lines[2].split(separator: " ").first.flatMap({ Int($0) }) else {
@@ -133,7 +133,7 @@ public final class NginxServer: Sendable {
                 let log = (try? String(contentsOf: folder.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
                 throw NginxError.failedToStart(log)
             }
-            if (try? output("/usr/bin/curl", ["-s", "-o", "/dev/null", "--cacert", caFile, status])) != nil {
+            if (try? await blocking({ try output("/usr/bin/curl", ["-s", "--max-time", "10", "-o", "/dev/null", "--cacert", caFile, status]) })) != nil {
                 return
             }
             try await Task.sleep(for: .milliseconds(25))  // a readiness probe: nginx gives no other signal
@@ -154,6 +154,14 @@ public final class NginxServer: Sendable {
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
         throw NginxError.failedToStart("\(name) is not installed (scripts/setup installs it)")
+    }
+
+    /// Runs blocking work (child processes) on a Dispatch thread, so that it never holds one of
+    /// Swift concurrency's few threads.
+    private static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
     }
 
     @discardableResult

@@ -26,6 +26,9 @@ struct ByteStreamPlan {
     var chunkSize: Int
     /// If set, one chunk per interval instead of as fast as the client reads.
     var dripInterval: TimeAmount?
+    /// If set, sending pauses before body offset `offset` until gate `gate` is open
+    /// (`holdAt=OFFSET&gate=NAME`); a response that starts past the offset does not pause.
+    var hold: (offset: Int, gate: String)?
     var ending: StreamEnding
 }
 
@@ -37,6 +40,9 @@ struct ByteStream {
     let dripInterval: TimeAmount?
     /// With `dripInterval`: whether the next chunk may go out now (set by the drip timer).
     var dripDue = true
+    /// Where to pause for a gate, until it opens (then `nil`).
+    var hold: (offset: Int, gate: String)?
+    var holdRequested = false
     let ending: StreamEnding
 }
 
@@ -58,6 +64,7 @@ extension RouteHandler {
             remaining: plan.sendCount,
             chunkSize: plan.chunkSize,
             dripInterval: plan.dripInterval,
+            hold: plan.hold.flatMap { $0.offset > plan.firstByte ? $0 : nil },
             ending: plan.ending
         )
         context.flush()  // the head goes out now even if the body waits (drip, stall at 0)
@@ -83,13 +90,23 @@ extension RouteHandler {
             guard context.channel.isActive, context.channel.isWritable, stream.dripDue else {
                 break  // resumed by channelWritabilityChanged or the drip timer
             }
+            if let hold = stream.hold, stream.nextByte >= hold.offset {
+                if !stream.holdRequested {
+                    stream.holdRequested = true
+                    self.stream = stream
+                    waitForStreamGate(hold.gate, context: context)
+                }
+                break  // resumed when the gate opens
+            }
             repeat {
-                let count = min(stream.chunkSize, stream.remaining)
+                var count = min(stream.chunkSize, stream.remaining)
+                if let hold = stream.hold { count = min(count, hold.offset - stream.nextByte) }
                 let chunk = Pattern.slice(offset: stream.nextByte, count: count)
                 context.write(wrapOutboundOut(.body(.byteBuffer(chunk))), promise: nil)
                 stream.nextByte += count
                 stream.remaining -= count
             } while stream.dripInterval == nil && stream.remaining > 0 && context.channel.isWritable
+                && stream.nextByte < (stream.hold?.offset ?? .max)
             if let interval = stream.dripInterval, stream.remaining > 0 {
                 stream.dripDue = false
                 scheduleDripTick(after: interval, context: context)

@@ -274,6 +274,30 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
+    /// Pauses a byte stream until gate `name` opens, then lets it go on.
+    func waitForStreamGate(_ name: String, context: ChannelHandlerContext) {
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let eventLoop = context.eventLoop
+        let generation = self.generation
+        let waiterID = state.waitForGate(name) {
+            eventLoop.execute {
+                handler.value.streamGateOpened(generation: generation)
+            }
+        }
+        if let waiterID {
+            gateWaiter = (name, waiterID)
+        } else {
+            streamGateOpened(generation: generation)
+        }
+    }
+
+    private func streamGateOpened(generation: Int) {
+        guard generation == self.generation, let context, stream != nil else { return }
+        gateWaiter = nil
+        stream!.hold = nil
+        pumpStream(context: context)
+    }
+
     private func gateOpened(_ name: String, generation: Int) {
         guard generation == self.generation, let context else { return }
         gateWaiter = nil

@@ -69,11 +69,12 @@ func runBuiltProduct(_ name: String, _ arguments: [String]) async throws -> Stri
     let pipe = Pipe()
     process.standardOutput = pipe
     try process.run()
-    let data = try await Task.detached { try pipe.fileHandleForReading.readToEnd() ?? Data() }.value
-    await withCheckedContinuation { continuation in
+    // Blocking reads and waits go to a Dispatch thread: Swift concurrency's threads stay free.
+    let data = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
         DispatchQueue.global().async {
+            let result = Result { try pipe.fileHandleForReading.readToEnd() ?? Data() }
             process.waitUntilExit()
-            continuation.resume()
+            continuation.resume(with: result)
         }
     }
     return String(decoding: data, as: UTF8.self)

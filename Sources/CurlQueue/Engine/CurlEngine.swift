@@ -106,16 +106,21 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
                 return inbox.commands
             }
             for command in commands { handle(command) }
+            // Transfers that finish in a perform often start others (a queue's next
+            // operations): a second perform puts those on the wire before anyone is woken.
+            var rounds = 0
             repeat {
-                repeat {
-                    let local = localCommands
-                    localCommands.removeAll(keepingCapacity: true)
-                    for command in local { handle(command) }
-                    curl_multi_perform(multi, &running)
-                    drainMessages()
-                } while !localCommands.isEmpty
-                runDeferred()
-            } while !localCommands.isEmpty
+                let local = localCommands
+                localCommands.removeAll(keepingCapacity: true)
+                for command in local { handle(command) }
+                curl_multi_perform(multi, &running)
+                drainMessages()
+                rounds += 1
+            } while !localCommands.isEmpty && rounds < 2
+            runDeferred()
+            // More work of our own: go round again without sleeping, but through the inbox
+            // first, so that a long chain of completions never holds up other threads' work.
+            if !localCommands.isEmpty { continue }
             // curl lowers the timeout to its own next deadline; the wakeup ends it at once.
             curl_multi_poll(multi, nil, 0, activeCount == 0 ? 60_000 : 1000, nil)
         }
