@@ -252,6 +252,44 @@ import Testing
         #expect(origin("http://example.com:443/") != origin("https://example.com/"))
     }
 
+    @Test func anItemAddedWithoutItsHostIsAskedForItOnceWhenItStartsOrParks() {
+        var scheduler = scheduler(limit: 0, perHost: 1)
+        for id in 0..<5 { scheduler.add(id, priority: Self.normal) }
+        scheduler.remove(4)  // never starts: its host is never asked for
+        var asked: [Int] = []
+        let host = { (id: Int) -> String in
+            asked.append(id)
+            return id < 2 ? "a" : "b"
+        }
+        #expect(scheduler.nextToStart(hostOf: host) == [0, 2])  // 1 and 3 parked
+        #expect(asked == [0, 1, 2, 3])
+        #expect(scheduler.orderedIDs() == [0, 2, 1, 3])
+        scheduler.remove(2)
+        #expect(scheduler.nextToStart(hostOf: host) == [3])
+        scheduler.remove(0)
+        #expect(scheduler.nextToStart(hostOf: host) == [1])
+        #expect(asked == [0, 1, 2, 3])
+        scheduler.remove(1)
+        scheduler.remove(3)
+        #expect(scheduler.count == 0)
+    }
+
+    @Test func orderedIDsListParkedItemsInTheirStartOrder() {
+        var scheduler = scheduler(limit: 0, perHost: 1)
+        scheduler.add(0, priority: Self.normal, host: "a")
+        scheduler.add(1, priority: Self.normal, host: "a")
+        scheduler.add(2, priority: Self.low, host: "b")
+        scheduler.add(3, priority: Self.high, host: "a")
+        #expect(scheduler.nextToStart() == [3, 2])  // 0 and 1 parked under a
+        scheduler.add(4, priority: Self.high, host: "c")  // not looked at yet
+        #expect(scheduler.orderedIDs() == [3, 2, 4, 0, 1])
+        scheduler.remove(0)
+        #expect(scheduler.orderedIDs() == [3, 2, 4, 1])
+        scheduler.remove(3)
+        #expect(scheduler.nextToStart() == [4, 1])
+        #expect(scheduler.orderedIDs() == [2, 4, 1])
+    }
+
     // MARK: Removal
 
     @Test func removingPendingItemsFreesNothingAndTheyNeverStart() {
@@ -408,5 +446,54 @@ import Testing
         #expect(scheduler.count == 0)
         #expect(started.isDisjoint(with: removed))
         #expect(started.count + removed.count == count)
+    }
+}
+
+/// The queue's operations by request value, driven by hand. Distinct requests almost never
+/// share a hash value, so collisions are forced here by filing under made-up ones.
+@Suite struct QueueDuplicateIndexTests {
+    func operation(_ path: String, header: String? = nil) -> RequestOperation {
+        var request = Request(url: URL(string: "http://127.0.0.1:1\(path)")!)
+        if let header { request.addHeader("X-Variant", header) }
+        return RequestOperation(request: request)
+    }
+
+    @Test func requestsFiledUnderOneHashAreToldApartByValue() {
+        var index = RequestQueue.DuplicateIndex()
+        let a = operation("/a")
+        let b = operation("/b")
+        let variant = operation("/a", header: "v")
+        let a2 = operation("/a")
+        let a3 = operation("/a")
+        #expect(index.insert(a, hash: 7, findingEqual: true).isEmpty)
+        #expect(index.insert(b, hash: 7, findingEqual: true).isEmpty)
+        #expect(index.insert(variant, hash: 7, findingEqual: true).isEmpty)
+        #expect(index.insert(a2, hash: 7, findingEqual: true).map(ObjectIdentifier.init) == [ObjectIdentifier(a)])
+        #expect(index.insert(a3, hash: 7, findingEqual: false).isEmpty)  // not looked for
+        #expect(index.operations(equalTo: a.request, hash: 7).map(ObjectIdentifier.init) == [a, a2, a3].map(ObjectIdentifier.init))
+        #expect(index.operations(equalTo: variant.request, hash: 7).map(ObjectIdentifier.init) == [ObjectIdentifier(variant)])
+        #expect(index.operations(equalTo: a.request, hash: 8).isEmpty)  // another hash: nothing filed
+
+        index.remove(a2, hash: 7)
+        index.remove(a, hash: 7)
+        #expect(index.operations(equalTo: a.request, hash: 7).map(ObjectIdentifier.init) == [ObjectIdentifier(a3)])
+        for operation in [b, variant, a3] { index.remove(operation, hash: 7) }
+        #expect(index.operations(equalTo: a.request, hash: 7).isEmpty)
+        #expect(index.operations(equalTo: b.request, hash: 7).isEmpty)
+    }
+
+    @Test func removingTheLastButOneOperationOfAHashKeepsTheOther() {
+        var index = RequestQueue.DuplicateIndex()
+        let a = operation("/a")
+        let a2 = operation("/a")
+        _ = index.insert(a, hash: 1, findingEqual: true)
+        _ = index.insert(a2, hash: 1, findingEqual: true)
+        index.remove(a, hash: 1)
+        index.remove(a, hash: 1)  // not filed any more: nothing happens
+        #expect(index.operations(equalTo: a.request, hash: 1).map(ObjectIdentifier.init) == [ObjectIdentifier(a2)])
+        #expect(index.insert(a, hash: 1, findingEqual: true).map(ObjectIdentifier.init) == [ObjectIdentifier(a2)])
+        index.remove(a2, hash: 1)
+        index.remove(a, hash: 1)
+        #expect(index.operations(equalTo: a.request, hash: 1).isEmpty)
     }
 }

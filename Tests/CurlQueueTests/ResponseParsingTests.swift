@@ -40,6 +40,74 @@ import Testing
         let head = parse([line + "\r\n"])
         #expect(head.status == nil)
     }
+
+    @Test func fieldNamesKeepTheirSpelling() {
+        let names = ["Content-Type", "content-type", "CONTENT-TYPE", "Content-type", "ETag", "etag", "Etag",
+                     "Strict-Transport-Security", "strict-transport-security", "X-Request-Id", "x", "A^_`|~!#$%&'*+-."]
+        let head = parse(["HTTP/1.1 200 OK\r\n"] + names.map { "\($0): v\r\n" } + ["\r\n"])
+        #expect(head.fields.map(\.name.rawName) == names)
+        #expect(head.fields.map(\.name.canonicalName) == names.map { $0.lowercased() })
+    }
+
+    @Test func namesThatAreNotTokensAreSkipped() {
+        var parser = ResponseHeadParser()
+        let lines: [[UInt8]] = ["HTTP/1.1 200 OK", "Na\u{EF}ve: v", "Del\u{7F}: v", " Folded: v", "\tFolded: v", "Space : v",
+                                "X-A-Name-Longer-Than-A-Word: a:b"].map { Array("\($0)\r\n".utf8) }
+            + [[0xFF, 0x41, 0x3A, 0x20, 0x76, 0x0D, 0x0A], Array("\r\n".utf8)]
+        for line in lines {
+            line.withUnsafeBytes { parser.consume($0) }
+        }
+        #expect(parser.fields.map(\.name.rawName) == ["X-A-Name-Longer-Than-A-Word"])
+        #expect(parser.fields.map(\.value) == ["a:b"])
+    }
+
+    @Test func commonNamesEqualTheCheckedOnes() {
+        // FieldBytes.commonName skips validation for the names it knows, so it must answer exactly
+        // what HTTPField.Name(_:) answers, and know the names a typical server sends.
+        let known: [HTTPField.Name] = [.server, .date, .contentType, .contentLength, .lastModified, .connection, .eTag,
+                                       .acceptRanges, .cacheControl, .contentEncoding, .transferEncoding, .location]
+        for name in known {
+            for spelling in [name.rawName, name.canonicalName] {
+                let found = Array(spelling.utf8).withUnsafeBytes { FieldBytes.commonName($0) }
+                #expect(found?.rawName == spelling)
+                #expect(found?.canonicalName == name.canonicalName)
+            }
+        }
+        for spelling in ["CONTENT-TYPE", "Content-type", "Etag", "X-Custom", "Content-Typ", ""] {
+            #expect(Array(spelling.utf8).withUnsafeBytes { FieldBytes.commonName($0) } == nil)
+        }
+    }
+
+    @Test func valuesAreTheFieldsHTTPTypesBuildsFromTheBytes() {
+        // Printable ASCII takes a fast path; any other value, with control bytes, tabs or obs-text
+        // anywhere around the eight-byte words the fast path reads, must come out as before.
+        var values: [[UInt8]] = [Array("plain".utf8), Array("caf\u{E9} au lait".utf8), [0x6F, 0xE9, 0x74, 0xE9, 0x20, 0x80, 0xFF],
+                                 Array("a\0b\rc".utf8), Array("end\u{1}".utf8), Array("\u{1}start".utf8), []]
+        for length in 1...20 {
+            for position in 0..<length {
+                for odd: UInt8 in [0x00, 0x09, 0x0D, 0x1F, 0x20, 0x7F, 0x80, 0xC3, 0xFF] {
+                    var value = Array(repeating: UInt8(ascii: "x"), count: length)
+                    value[position] = odd
+                    values.append(value)
+                }
+            }
+        }
+        let name = HTTPField.Name("X-Value")!
+        for value in values {
+            var parser = ResponseHeadParser()
+            Array("HTTP/1.1 200 OK\r\n".utf8).withUnsafeBytes { parser.consume($0) }
+            (Array("X-Value: ".utf8) + value + Array("\r\n".utf8)).withUnsafeBytes { parser.consume($0) }
+            // The line loses its trailing CR and LF bytes, then the value its spaces and tabs.
+            var bytes = value[...]
+            while let last = bytes.last, last == 0x0D || last == 0x0A { bytes.removeLast() }
+            while let first = bytes.first, first == 0x20 || first == 0x09 { bytes.removeFirst() }
+            while let last = bytes.last, last == 0x20 || last == 0x09 { bytes.removeLast() }
+            let expected = HTTPField(name: name, value: bytes)
+            #expect(parser.fields.count == 1)
+            #expect(parser.fields.first == expected, "value \(value)")
+            #expect(parser.fields.first?.value == expected.value, "value \(value)")
+        }
+    }
 }
 
 @Suite struct ContentRangeTests {

@@ -19,7 +19,7 @@ struct ResponseHeadParser {
         while end > 0, line[end - 1] == 0x0A || line[end - 1] == 0x0D { end -= 1 }
         let bytes = UnsafeRawBufferPointer(rebasing: line[0..<end])
 
-        if bytes.starts(with: Self.httpPrefix) {
+        if Self.startsWithHTTPPrefix(bytes) {
             if let (version, status) = Self.parseStatusLine(bytes) {
                 self.version = version
                 self.status = status
@@ -34,21 +34,28 @@ struct ResponseHeadParser {
         }
         // Trailers after a complete head, and field lines before any status line, are ignored.
         guard status != nil, !isComplete else { return }
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return }
-        guard let nameString = String(validating: bytes[..<colon], as: UTF8.self),
-              let name = HTTPField.Name(nameString) else { return }
-        var start = colon + 1
-        var stop = bytes.count
-        while start < stop, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
-        while stop > start, bytes[stop - 1] == 0x20 || bytes[stop - 1] == 0x09 { stop -= 1 }
-        fields.append(HTTPField(name: name, value: bytes[start..<stop]))
+        guard let field = Self.parseFieldLine(bytes) else { return }
+        if fields.isEmpty { fields.reserveCapacity(Self.expectedFieldCount) }
+        fields.append(field)
     }
 
-    private static let httpPrefix: [UInt8] = Array("HTTP/".utf8)
+    /// Room made for the fields of a head at its first field: enough for most servers' heads, so
+    /// that one allocation holds them.
+    private static let expectedFieldCount = 16
+
+    /// The length of `HTTP/`, where the version of a status line starts.
+    private static let httpPrefixLength = 5
+
+    /// Whether `line` starts with `HTTP/`, which makes it a status line or nothing.
+    private static func startsWithHTTPPrefix(_ line: UnsafeRawBufferPointer) -> Bool {
+        line.count >= httpPrefixLength
+            && line[0] == UInt8(ascii: "H") && line[1] == UInt8(ascii: "T") && line[2] == UInt8(ascii: "T")
+            && line[3] == UInt8(ascii: "P") && line[4] == UInt8(ascii: "/")
+    }
 
     /// Parses `HTTP/1.1 200 OK` or `HTTP/2 200`; nil when it is not a status line.
     static func parseStatusLine(_ line: UnsafeRawBufferPointer) -> (HTTPVersion, Int)? {
-        var index = httpPrefix.count
+        var index = httpPrefixLength
         func number(maxDigits: Int) -> Int? {
             var value = 0
             var digits = 0
@@ -74,5 +81,42 @@ struct ResponseHeadParser {
         }
         guard index == line.count || line[index] == 0x20 else { return nil }
         return (HTTPVersion(major: major, minor: minor), code)
+    }
+
+    /// Parses one field line, `name: value`, without its line ending.
+    ///
+    /// The name is everything before the first colon and must be a non-empty RFC 9110 token; the
+    /// value is the rest with its leading and trailing spaces and tabs removed. Returns nil when
+    /// there is no colon or the name is not a token, so the caller skips the line.
+    ///
+    /// The field is the one `HTTPField(name:value:)` builds from the value's bytes: control bytes
+    /// (CR, LF, NUL and the rest) become spaces, or go when they lead or trail, and bytes above
+    /// 0x7F (obs-text) are kept as they are.
+    ///
+    /// Printable ASCII, the usual case, is read straight from the buffer: common names are
+    /// constants and the value becomes a `String` with nothing to repair. Only a value with other
+    /// bytes takes the generic byte path of swift-http-types.
+    static func parseFieldLine(_ bytes: UnsafeRawBufferPointer) -> HTTPField? {
+        guard let colon = FieldBytes.firstColon(in: bytes), colon > 0 else { return nil }
+        let nameBytes = UnsafeRawBufferPointer(rebasing: bytes[..<colon])
+        let name: HTTPField.Name
+        if let common = FieldBytes.commonName(nameBytes) {
+            name = common
+        } else {
+            // Decoding cannot let a bad name through: any byte that is not a token byte, including
+            // each byte of invalid UTF-8, leaves a character that `init?(_:)` rejects.
+            guard let checked = HTTPField.Name(String(decoding: nameBytes, as: UTF8.self)) else { return nil }
+            name = checked
+        }
+
+        var start = colon + 1
+        var stop = bytes.count
+        while start < stop, FieldBytes.isWhitespace(bytes[start]) { start += 1 }
+        while stop > start, FieldBytes.isWhitespace(bytes[stop - 1]) { stop -= 1 }
+        let value = UnsafeRawBufferPointer(rebasing: bytes[start..<stop])
+        if FieldBytes.isPrintableASCII(value) {
+            return HTTPField(name: name, value: String(decoding: value, as: UTF8.self))
+        }
+        return HTTPField(name: name, value: value)
     }
 }

@@ -8,6 +8,11 @@ extension RequestQueue {
     /// last-in-first-out — so adding, starting and cancelling are O(log n). An item whose host
     /// is at its per-host limit is parked under that host until one of its slots frees.
     /// Cancelled pending items are dropped lazily when they reach the top.
+    ///
+    /// A queue may hold 100,000 pending items, so each costs little: one small record keyed by
+    /// its ID (its order key and phase) and one heap entry. An item's host is needed only once
+    /// it starts or is parked; items added without one get it from `hostOf` at that moment,
+    /// and only running and parked items keep it.
     struct Scheduler<ID: Hashable> {
         struct Entry: Comparable {
             var priority: Int
@@ -22,14 +27,24 @@ extension RequestQueue {
             static func == (lhs: Entry, rhs: Entry) -> Bool { lhs.priority == rhs.priority && lhs.key == rhs.key }
         }
 
-        private enum Phase {
-            case pending(Entry)
-            case running(order: Int64)
-        }
-
+        /// What the scheduler keeps of an item, in one word. A pending item's one live heap
+        /// entry (in `ready` or under its host in `parked`) is the one whose key is `order`;
+        /// other entries of its ID are stale. A running item's `order` is its start sequence number.
         private struct Item {
-            var host: String
-            var phase: Phase
+            /// `order << 2 | hasHost << 1 | isRunning`.
+            private var bits: Int64
+
+            init(pendingWithKey key: Int64) { bits = key << 2 }
+
+            var order: Int64 { bits >> 2 }
+            var isRunning: Bool { bits & 1 != 0 }
+            /// Whether `hosts` holds the item's host.
+            var hasHost: Bool {
+                get { bits & 2 != 0 }
+                set { bits = newValue ? bits | 2 : bits & ~2 }
+            }
+
+            mutating func start(order: Int64) { bits = order << 2 | (bits & 2) | 1 }
         }
 
         var maxConcurrent = 2
@@ -40,6 +55,8 @@ extension RequestQueue {
         var lifo = false
 
         private var items: [ID: Item] = [:]
+        /// The hosts of the items that have one: running and parked items, and those added with one.
+        private var hosts: [ID: String] = [:]
         private var ready = Heap<Entry>()
         private var parked: [String: Heap<Entry>] = [:]
         private var runningPerHost: [String: Int] = [:]
@@ -49,20 +66,30 @@ extension RequestQueue {
 
         var count: Int { runningCount + pendingCount }
         func contains(_ id: ID) -> Bool { items[id] != nil }
-        func isRunning(_ id: ID) -> Bool {
-            if case .running = items[id]?.phase { return true }
-            return false
-        }
+        func isRunning(_ id: ID) -> Bool { items[id]?.isRunning ?? false }
 
-        /// Adds a pending item. Returns false when `id` is already in the queue.
+        /// Adds a pending item whose host is known. Returns false when `id` is already in the queue.
         @discardableResult
         mutating func add(_ id: ID, priority: Int, host: String) -> Bool {
-            guard items[id] == nil else { return false }
+            guard add(id, priority: priority) else { return false }
+            items[id]!.hasHost = true
+            hosts[id] = host
+            return true
+        }
+
+        /// Adds a pending item whose host ``nextToStart(hostOf:)`` asks for when it needs it.
+        /// Returns false when `id` is already in the queue.
+        @discardableResult
+        mutating func add(_ id: ID, priority: Int) -> Bool {
             sequence += 1
-            let entry = Entry(priority: priority, key: lifo ? -sequence : sequence, id: id)
-            items[id] = Item(host: host, phase: .pending(entry))
+            let key = lifo ? -sequence : sequence
+            if let existing = items.updateValue(Item(pendingWithKey: key), forKey: id) {
+                items[id] = existing
+                sequence -= 1
+                return false
+            }
             pendingCount += 1
-            ready.insert(entry)
+            ready.insert(Entry(priority: priority, key: key, id: id))
             return true
         }
 
@@ -70,18 +97,19 @@ extension RequestQueue {
         @discardableResult
         mutating func remove(_ id: ID) -> Bool {
             guard let item = items.removeValue(forKey: id) else { return false }
-            switch item.phase {
-            case .pending:
+            let host = item.hasHost ? hosts.removeValue(forKey: id) : nil
+            guard item.isRunning else {
                 pendingCount -= 1  // its heap entry is dropped when it surfaces
                 if pendingCount == 0 { ready = Heap(); parked = [:] }
                 return false
-            case .running:
-                runningCount -= 1
-                let left = (runningPerHost[item.host] ?? 1) - 1
-                runningPerHost[item.host] = left == 0 ? nil : left
-                unpark(host: item.host)
-                return true
             }
+            runningCount -= 1
+            if let host {
+                let left = (runningPerHost[host] ?? 1) - 1
+                runningPerHost[host] = left == 0 ? nil : left
+                unpark(host: host)
+            }
+            return true
         }
 
         /// Removes everything; returns the IDs that were in the queue, running ones first.
@@ -98,21 +126,36 @@ extension RequestQueue {
         }
 
         /// Picks the items that may start now, marks them running, and returns them in order.
+        /// Every item in the queue must have been added with its host.
         mutating func nextToStart() -> [ID] {
+            nextToStart(hostOf: { _ in preconditionFailure("an item was added without its host") })
+        }
+
+        /// Picks the items that may start now, marks them running, and returns them in order.
+        /// `hostOf` gives the host of an item added without one, once, when it starts or parks.
+        mutating func nextToStart(hostOf: (ID) -> String) -> [ID] {
             var started: [ID] = []
             while !isSuspended, maxConcurrent == 0 || runningCount < maxConcurrent, let entry = ready.popMin() {
-                guard let item = items[entry.id], case .pending(let pending) = item.phase, pending == entry else {
-                    continue  // cancelled while pending
+                guard let index = items.index(forKey: entry.id) else { continue }  // cancelled while pending
+                let item = items.values[index]
+                guard !item.isRunning, item.order == entry.key else { continue }  // stale: the ID was added again
+                let host: String
+                if item.hasHost {
+                    host = hosts[entry.id]!
+                } else {
+                    host = hostOf(entry.id)
+                    items.values[index].hasHost = true
+                    hosts[entry.id] = host
                 }
-                if maxPerHost > 0, runningPerHost[item.host, default: 0] >= maxPerHost {
-                    parked[item.host, default: Heap()].insert(entry)
+                if maxPerHost > 0, runningPerHost[host, default: 0] >= maxPerHost {
+                    parked[host, default: Heap()].insert(entry)
                     continue
                 }
                 sequence += 1
-                items[entry.id]!.phase = .running(order: sequence)
+                items.values[index].start(order: sequence)
                 pendingCount -= 1
                 runningCount += 1
-                runningPerHost[item.host, default: 0] += 1
+                runningPerHost[host, default: 0] += 1
                 started.append(entry.id)
             }
             return started
@@ -121,15 +164,26 @@ extension RequestQueue {
         /// Running items in the order they started, then pending ones in the order they would start.
         func orderedIDs() -> [ID] {
             var running: [(Int64, ID)] = []
-            var pending: [Entry] = []
-            for (id, item) in items {
-                switch item.phase {
-                case .running(let order): running.append((order, id))
-                case .pending(let entry): pending.append(entry)
-                }
+            running.reserveCapacity(runningCount)
+            for (id, item) in items where item.isRunning {
+                running.append((item.order, id))
             }
             running.sort { $0.0 < $1.0 }
-            return running.map(\.1) + pending.sorted().map(\.id)
+            // Each pending item has exactly one live entry, in `ready` or parked under its host.
+            var pending: [Entry] = []
+            pending.reserveCapacity(pendingCount)
+            func collect(_ heap: Heap<Entry>) {
+                for entry in heap.unordered {
+                    if let item = items[entry.id], !item.isRunning, item.order == entry.key { pending.append(entry) }
+                }
+            }
+            collect(ready)
+            for heap in parked.values { collect(heap) }
+            pending.sort()
+            var ids = running.map(\.1)
+            ids.reserveCapacity(running.count + pending.count)
+            for entry in pending { ids.append(entry.id) }
+            return ids
         }
 
         private mutating func unparkAll() {
@@ -142,7 +196,7 @@ extension RequestQueue {
         private mutating func unpark(host: String) {
             guard var heap = parked[host] else { return }
             while let entry = heap.popMin() {
-                if let item = items[entry.id], case .pending(let pending) = item.phase, pending == entry {
+                if let item = items[entry.id], !item.isRunning, item.order == entry.key {
                     ready.insert(entry)
                     break
                 }

@@ -27,24 +27,60 @@ public final class RequestQueue: Sendable {
     /// One queue shared by the whole process.
     public static let main = RequestQueue()
 
+    /// An operation in the queue, with what the queue computed of it once, when it was added.
+    struct Member {
+        let operation: RequestOperation
+        /// `operation.request.hashValue`, its place in `sameRequest`.
+        let requestHash: Int
+    }
+
     struct State {
         var scheduler = Scheduler<ObjectIdentifier>()
-        var operations: [ObjectIdentifier: RequestOperation] = [:]
-        var byRequest: [Request: [ObjectIdentifier]] = [:]
+        var members: [ObjectIdentifier: Member] = [:]
+        var sameRequest = DuplicateIndex()
         var allowDuplicateRequests = false
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var subscribers: [Int: AsyncStream<Event>.Continuation] = [:]
         var nextSubscriberID = 0
 
-        /// The operations of `ids`, pending ones first: cancelling a running one frees its
-        /// slot at once, and that slot must not start one of the others on its way out.
-        func pendingFirst(_ ids: [ObjectIdentifier]) -> [RequestOperation] {
-            let ordered = ids.filter { !scheduler.isRunning($0) } + ids.filter { scheduler.isRunning($0) }
-            return ordered.compactMap { operations[$0] }
+        /// `operations`, pending ones first: cancelling a running one frees its slot at once,
+        /// and that slot must not start one of the others on its way out.
+        func pendingFirst(_ operations: [RequestOperation]) -> [RequestOperation] {
+            guard !operations.isEmpty else { return [] }
+            func isRunning(_ operation: RequestOperation) -> Bool { scheduler.isRunning(ObjectIdentifier(operation)) }
+            return operations.filter { !isRunning($0) } + operations.filter(isRunning)
+        }
+
+        /// The operations in the queue: running ones in the order they started, then pending
+        /// ones in the order they will start.
+        func orderedOperations() -> [RequestOperation] {
+            scheduler.orderedIDs().compactMap { members[$0]?.operation }
+        }
+
+        /// Picks the operations that may start now and marks them running. An operation's
+        /// origin is worked out here, once, when it first starts or waits for its host.
+        mutating func nextToStart() -> [RequestOperation] {
+            let members = self.members
+            let ids = scheduler.nextToStart { id in
+                members[id].map { RequestQueue.origin(of: $0.operation.request.url) } ?? ""
+            }
+            return ids.compactMap { members[$0]?.operation }
         }
     }
 
     let state: Locked<State>
+
+    /// The hook every operation of the queue runs when its outcome is decided: one closure,
+    /// made with the queue and shared, rather than one allocated per operation. It is kept
+    /// here and not in `State`: a closure read out through `withLock`'s generic result comes
+    /// back wrapped in a reabstraction thunk, and storing that back would nest another
+    /// thunk per operation.
+    private let finishHook: @Sendable (RequestOperation) -> Void
+
+    /// How `finishHook` reaches the queue without keeping it alive.
+    private struct WeakReference {
+        weak var queue: RequestQueue?
+    }
 
     /// Creates a queue.
     /// - Parameters:
@@ -55,6 +91,9 @@ public final class RequestQueue: Sendable {
         state.scheduler.maxConcurrent = max(0, maxConcurrentRequestCount)
         state.scheduler.lifo = queueMode == .lastInFirstOut
         self.state = Locked(state)
+        let reference = Locked(WeakReference())
+        finishHook = { operation in reference.withLock { $0.queue }?.operationFinished(operation) }
+        reference.withLock { $0.queue = self }
     }
 
     // MARK: Settings
@@ -102,7 +141,7 @@ public final class RequestQueue: Sendable {
 
     /// The operations in the queue, in the order of ``requests``.
     public var operations: [RequestOperation] {
-        state.withLock { state in state.scheduler.orderedIDs().compactMap { state.operations[$0] } }
+        state.withLock { $0.orderedOperations() }
     }
 
     // MARK: Adding and cancelling
@@ -111,32 +150,30 @@ public final class RequestQueue: Sendable {
     /// - Throws: ``RequestOperationError/alreadyStarted`` when the operation was started or
     ///   added to a queue before.
     public func add(_ operation: RequestOperation) throws(RequestOperationError) {
+        let priority: Int
         do {
-            try operation.state.withLock { state throws(RequestOperation.StateMachine<Transfer>.StartError) in
+            priority = try operation.state.withLock { state throws(RequestOperation.StateMachine<Transfer>.StartError) in
                 try state.machine.enqueue()
+                return state.priority.rawValue
             }
         } catch {
             throw .alreadyStarted
         }
         let id = ObjectIdentifier(operation)
-        let priority = operation.priority.rawValue
-        let host = Self.origin(of: operation.request.url)
+        // The request is hashed once, here, out of the lock.
+        let requestHash = operation.request.hashValue
         let (duplicates, toStart, subscribers) = state.withLock { state in
-            var duplicates: [RequestOperation] = []
-            if !state.allowDuplicateRequests, let ids = state.byRequest[operation.request] {
-                duplicates = state.pendingFirst(ids)
-            }
-            state.operations[id] = operation
-            state.byRequest[operation.request, default: []].append(id)
-            state.scheduler.add(id, priority: priority, host: host)
-            return (duplicates, state.scheduler.nextToStart().compactMap { state.operations[$0] },
-                    Array(state.subscribers.values))
+            let equal = state.sameRequest.insert(operation, hash: requestHash, findingEqual: !state.allowDuplicateRequests)
+            let duplicates = state.pendingFirst(equal)
+            state.members[id] = Member(operation: operation, requestHash: requestHash)
+            state.scheduler.add(id, priority: priority)
+            return (duplicates, state.nextToStart(), state.subscribers.isEmpty ? [] : Array(state.subscribers.values))
         }
         if !subscribers.isEmpty {
             operation.setObserver { [weak self] event in self?.publish(event, for: operation) }
             for subscriber in subscribers { subscriber.yield(.added(operation)) }
         }
-        operation.onFinish { [weak self] operation in self?.operationFinished(operation) }
+        operation.onFinish(finishHook)
         for duplicate in duplicates { duplicate.cancel() }
         start(toStart)
     }
@@ -155,15 +192,16 @@ public final class RequestQueue: Sendable {
 
     /// Cancels every operation in the queue whose request equals `request`, pending or running.
     public func cancel(_ request: Request) {
-        let operations = state.withLock { state in state.pendingFirst(state.byRequest[request] ?? []) }
+        let hash = request.hashValue
+        let operations = state.withLock { state in
+            state.pendingFirst(state.sameRequest.operations(equalTo: request, hash: hash))
+        }
         for operation in operations { operation.cancel() }
     }
 
     /// Cancels every operation in the queue, pending and running.
     public func cancelAllRequests() {
-        let operations = state.withLock { state in
-            state.scheduler.orderedIDs().compactMap { state.operations[$0] }
-        }
+        let operations = state.withLock { $0.orderedOperations() }
         for operation in operations.reversed() { operation.cancel() }
     }
 
@@ -172,7 +210,7 @@ public final class RequestQueue: Sendable {
     private func update(_ change: (inout State) -> Void) {
         let toStart = state.withLock { state in
             change(&state)
-            return state.scheduler.nextToStart().compactMap { state.operations[$0] }
+            return state.nextToStart()
         }
         start(toStart)
     }
@@ -188,13 +226,10 @@ public final class RequestQueue: Sendable {
     private func operationFinished(_ operation: RequestOperation) {
         let id = ObjectIdentifier(operation)
         let (toStart, waiters) = state.withLock { state -> ([RequestOperation], [CheckedContinuation<Void, Never>]) in
-            guard state.operations.removeValue(forKey: id) != nil else { return ([], []) }
-            if var ids = state.byRequest[operation.request] {
-                ids.removeAll { $0 == id }
-                state.byRequest[operation.request] = ids.isEmpty ? nil : ids
-            }
+            guard let member = state.members.removeValue(forKey: id) else { return ([], []) }
+            state.sameRequest.remove(operation, hash: member.requestHash)
             state.scheduler.remove(id)
-            let toStart = state.scheduler.nextToStart().compactMap { state.operations[$0] }
+            let toStart = state.nextToStart()
             var waiters: [CheckedContinuation<Void, Never>] = []
             if state.scheduler.count == 0 { swap(&waiters, &state.idleWaiters) }
             return (toStart, waiters)
