@@ -5,7 +5,8 @@
 //   sched-cancel    no network: add N operations to a suspended queue, cancel them all
 //   sched-fifo      no network: N operations of one priority run through a queue of 1 slot
 //   sched-priority  the same with random priorities; checks they complete in priority order
-// Bodies go to memory unless --out names a folder (CurlQueue has no discarding sink).
+// Bodies go to files when --out names a folder; else bodies of 1 MiB or more are discarded
+// (`Request.discardsBody`: counted, not kept), like the C baseline's counting write callback.
 import BenchSupport
 import CurlQueue
 import Dispatch
@@ -18,7 +19,11 @@ let errorsShown = Counter()
 func makeRequest(_ i: Int) -> Request {
     var request = Request(url: URL(string: workload.url(i))!)
     if let ca = workload.caFile { request.tls.caFile = ca }
-    if let path = workload.outPath(i) { request.destination = URL(fileURLWithPath: path) }
+    if let path = workload.outPath(i) {
+        request.destination = URL(fileURLWithPath: path)
+    } else if (workload.expectedBytes ?? 0) >= 1 << 20 {
+        request.discardsBody = true
+    }
     return request
 }
 
@@ -26,7 +31,7 @@ func makeRequest(_ i: Int) -> Request {
 func check(_ result: Result<Response, RequestError>) -> (Int64, Int64) {
     switch result {
     case .success(let response):
-        var size = Int64(response.body.count)
+        var size = max(Int64(response.body.count), response.metrics.bytesReceived)
         if let file = response.fileURL {
             size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)??.int64Value ?? -1
         }

@@ -58,25 +58,36 @@ extension Transfer {
     /// Returns false to make libcurl abort the transfer (with `callbackFailure` set).
     func didReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         if bodySink == .undecided {
-            bodySink = .memory
+            bodySink = request.discardsBody ? .discard : .memory
             if file != nil, let status = head.status, (200..<300).contains(status), request.method != .head {
                 do {
                     try openDestination(status: status)
                     bodySink = .file
+                    bodyBytes = file!.resumeOffset > 0 && status == 206 ? file!.resumeOffset : 0
                 } catch {
                     callbackFailure = error
                     return false
                 }
             }
         }
-        if bodySink == .file {
+        bodyBytes += Int64(bytes.count)
+        if let limit = request.maxResponseBodySize, bodyBytes > limit {
+            if bodySink == .file { file?.discard() }
+            callbackFailure = .transport(TransportFailure(
+                code: .fileSizeExceeded, message: "the response body is larger than the limit of \(limit) bytes"))
+            return false
+        }
+        switch bodySink {
+        case .discard:
+            return true
+        case .file:
             do {
                 try file!.write(bytes)
             } catch {
                 callbackFailure = error
                 return false
             }
-        } else {
+        case .memory, .undecided:
             memoryBody.append(bytes.assumingMemoryBound(to: UInt8.self))
         }
         return true

@@ -63,6 +63,12 @@ extension Transfer {
             set(CURLOPT_LOW_SPEED_TIME, Swift.max(1, (idle.clampedMilliseconds + 999) / 1000))
         }
 
+        if let limit = request.maxResponseBodySize {
+            // libcurl refuses a body whose Content-Length is over the limit before it arrives;
+            // the write callback enforces it on the others.
+            _ = ccurl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(Swift.max(0, limit)))
+        }
+
         if let caFile = request.tls.caFile { set(CURLOPT_CAINFO, caFile) }
         if let caDirectory = request.tls.caDirectory { set(CURLOPT_CAPATH, caDirectory) }
         if let pin = request.tls.pinnedPublicKey { set(CURLOPT_PINNEDPUBLICKEY, pin) }

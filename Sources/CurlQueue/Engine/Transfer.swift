@@ -45,6 +45,8 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     /// A failure found by a callback (a disk error, a bad Content-Range); it wins over the
     /// CURLcode that aborting the transfer produces.
     var callbackFailure: RequestError?
+    /// Body bytes of this response so far, the resumed part of a file included.
+    var bodyBytes: Int64 = 0
     var lastProgressNanos: UInt64 = 0
     var progressBase: Int64 = 0
 
@@ -52,6 +54,7 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         case undecided
         case memory
         case file
+        case discard
     }
 
     init(request: Request, attempt: Int, wantsProgress: Bool, delegate: any TransferDelegate) {
@@ -69,6 +72,7 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         bodySink = .undecided
         callbackFailure = nil
         restartPending = false
+        bodyBytes = 0
         progressBase = 0
         file = nil
     }

@@ -41,6 +41,16 @@ public struct Request: Hashable, Sendable {
     public var tls: TLSOptions
     /// The URL schemes this request may use, also after a redirect. Defaults to http and https.
     public var allowedSchemes: Set<String>
+    /// The most body bytes a response may bring (the whole resource, for a resumed download),
+    /// or `nil` for no limit. A larger body fails the attempt with a ``RequestError/transport(_:)``
+    /// of code ``CurlCode/fileSizeExceeded`` — at once when `Content-Length` announces it,
+    /// otherwise as soon as the limit is passed — and its `.part` file is deleted. Bodies are
+    /// counted as they arrive on the wire: CurlQueue does not ask for or decode compressed ones.
+    public var maxResponseBodySize: Int64?
+    /// When true, a body that has no ``destination`` to go to is counted (progress, metrics) but
+    /// not kept: ``Response/body`` is empty. For transfers that only need the status, the
+    /// fields or the size, at no memory cost however large the body.
+    public var discardsBody = false
 
     /// Problems found while building the request, reported when it runs.
     var problems: [String] = []

@@ -255,7 +255,8 @@ public final class RequestOperation: Sendable {
         _ result: Result<Response, RequestError>, lastDownload: TransferProgress?, lastUpload: TransferProgress?
     ) -> (download: TransferProgress?, upload: TransferProgress?) {
         guard case .success(let response) = result else { return (nil, nil) }
-        var received = Int64(response.body.count)
+        // A discarded body is not in `body`: libcurl's count of body bytes then tells its size.
+        var received = Swift.max(Int64(response.body.count), response.metrics.bytesReceived)
         if let file = response.fileURL,
            let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber {
             received = size.int64Value

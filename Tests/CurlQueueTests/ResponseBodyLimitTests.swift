@@ -1,0 +1,87 @@
+import CurlQueue
+import CurlQueueTestSupport
+import Foundation
+import Testing
+
+/// `maxResponseBodySize` bounds what a server can make a client hold, and `discardsBody`
+/// lets a client count a body without keeping it.
+@Suite struct ResponseBodyLimitTests {
+    func failureCode(_ result: Result<Response, RequestError>) -> CurlCode? {
+        guard case .failure(.transport(let failure)) = result else { return nil }
+        return failure.code
+    }
+
+    @Test func anAnnouncedBodyOverTheLimitIsRefusedBeforeItArrives() async throws {
+        try await withServer { server in
+            var request = Request(url: server.url("/bytes/100000"))
+            request.maxResponseBodySize = 99_999
+            let result = await completion(of: RequestOperation(request: request))
+            #expect(failureCode(result) == .fileSizeExceeded, "\(result)")
+        }
+    }
+
+    @Test func aChunkedBodyFailsAsSoonAsItPassesTheLimit() async throws {
+        try await withServer { server in
+            var request = Request(url: server.url("/bytes/10000000?chunked=1&chunk=1000"))
+            request.maxResponseBodySize = 50_000
+            let result = await completion(of: RequestOperation(request: request))
+            #expect(failureCode(result) == .fileSizeExceeded, "\(result)")
+            guard case .failure(let error) = result else { return }
+            #expect("\(error)".contains("50000"))
+        }
+    }
+
+    @Test func aBodyOfExactlyTheLimitArrivesWhole() async throws {
+        try await withServer { server in
+            for path in ["/bytes/4096", "/bytes/4096?chunked=1&chunk=100"] {
+                var request = Request(url: server.url(path))
+                request.maxResponseBodySize = 4096
+                let response = try await RequestOperation(request: request).response()
+                #expect(response.body == Data(FixtureServer.expectedBytes(count: 4096)), "\(path)")
+            }
+        }
+    }
+
+    @Test func aDownloadOverTheLimitLeavesNoFileBehind() async throws {
+        try await withServer { server in
+            let folder = try makeTemporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let destination = folder.appendingPathComponent("big")
+            var request = Request(url: server.url("/bytes/2000000?chunked=1"), destination: destination)
+            request.maxResponseBodySize = 100_000
+            let result = await completion(of: RequestOperation(request: request))
+            #expect(failureCode(result) == .fileSizeExceeded, "\(result)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        }
+    }
+
+    @Test func theLimitCountsTheResumedPartOfAFile() async throws {
+        try await withServer { server in
+            let folder = try makeTemporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let destination = folder.appendingPathComponent("file")
+            try Data(FixtureServer.expectedBytes(count: 60_000)).write(to: URL(fileURLWithPath: destination.path + ".part"))
+            var request = Request(url: server.url("/bytes/100000?chunked=1"), destination: destination, resume: true)
+            request.maxResponseBodySize = 80_000
+            let result = await completion(of: RequestOperation(request: request))
+            #expect(failureCode(result) == .fileSizeExceeded, "\(result)")
+            #expect(server.requests.last?.header("Range") == "bytes=60000-")
+        }
+    }
+
+    @Test func aDiscardedBodyIsCountedButNotKept() async throws {
+        try await withServer { server in
+            var request = Request(url: server.url("/bytes/3000000"))
+            request.discardsBody = true
+            let progress = Box([TransferProgress]())
+            let operation = RequestOperation(request: request)
+            operation.downloadProgressHandler = { value in progress.update { $0.append(value) } }
+            let result = await completion(of: operation)
+            let response = try result.get()
+            #expect(response.status == .ok)
+            #expect(response.body.isEmpty)
+            #expect(response.metrics.bytesReceived >= 3_000_000)
+            #expect(progress.value.last == TransferProgress(bytesTransferred: 3_000_000, totalBytes: 3_000_000))
+        }
+    }
+}
