@@ -1,0 +1,109 @@
+import CurlQueue
+import CurlQueueTestSupport
+import Foundation
+import Testing
+
+/// Server faults, each with the exact outcome: error kind and curl code, attempts, and what a
+/// download leaves on disk. Without auto-retry unless the row is about retrying.
+/// docs/reliability.md tabulates them.
+@Suite struct FaultMatrixTests {
+    func transportCode(_ result: Result<Response, RequestError>) -> CurlCode? {
+        guard case .failure(.transport(let failure)) = result else { return nil }
+        return failure.code
+    }
+
+    func run(_ request: Request, autoRetry: Bool = false) async -> Result<Response, RequestError> {
+        let operation = RequestOperation(request: request)
+        operation.autoRetry = autoRetry
+        return await completion(of: operation)
+    }
+
+    @Test func aResetInTheMiddleOfTheHeadIsARecvError() async throws {
+        try await withServer { server in
+            let result = await run(Request(url: server.url("/raw?kind=midHeadersReset")))
+            #expect(transportCode(result) == .recvError, "\(result)")
+        }
+    }
+
+    @Test func aChunkedBodyCutShortIsAPartialFileAndTheDownloadStaysPart() async throws {
+        try await withServer { server in
+            let folder = try makeTemporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let destination = folder.appendingPathComponent("cut")
+            let request = Request(url: server.url("/bytes/100000?chunked=1&chunk=10000&closeAfter=30000"), destination: destination)
+            let result = await run(request)
+            #expect(transportCode(result) == .partialFile, "\(result)")
+            #expect(!FileManager.default.fileExists(atPath: destination.path))
+            let part = try Data(contentsOf: URL(fileURLWithPath: destination.path + ".part"))
+            #expect(part == Data(FixtureServer.expectedBytes(count: 30_000)))
+        }
+    }
+
+    @Test func aContentLengthLargerThanTheBodyIsAPartialFile() async throws {
+        try await withServer { server in
+            let result = await run(Request(url: server.url("/bytes/5000?lie=+100")))
+            #expect(transportCode(result) == .partialFile, "\(result)")
+        }
+    }
+
+    @Test func aContentLengthSmallerThanTheBodyGivesTheAnnouncedBytes() async throws {
+        try await withServer { server in
+            let response = try await RequestOperation(request: Request(url: server.url("/bytes/5000?lie=-100"))).response()
+            #expect(response.body == Data(FixtureServer.expectedBytes(count: 4900)))
+            // The surplus 100 bytes sit where the next response on that connection would start.
+            // libcurl 7.88 may reuse the connection before the server's close arrives, and the
+            // next request then reads them as an HTTP/0.9 answer (unsupportedProtocol, not
+            // retried). Known, not yet worked around.
+            await withKnownIssue("libcurl may reuse a connection left with surplus bytes", isIntermittent: true) {
+                _ = try await RequestOperation(request: Request(url: server.url("/bytes/10"))).response()
+            }
+        }
+    }
+
+    /// libcurl 7.88 takes at most 300 KiB of head in all (over it: "too large response
+    /// headers", reported as a receive error) and 100 KiB in one line (out of memory, 27).
+    @Test(arguments: [(400, 1000, CurlCode.recvError), (1, 110_000, CurlCode(rawValue: 27))])
+    func aHeadOverCurlsLimitsFails(count: Int, size: Int, code: CurlCode) async throws {
+        try await withServer { server in
+            let result = await run(Request(url: server.url("/headers?count=\(count)&size=\(size)")))
+            guard case .failure(let error) = result, let failure = error.transportFailure else {
+                Issue.record("expected a transport failure, got \(result)")
+                return
+            }
+            #expect(failure.code == code, "\(failure)")
+        }
+    }
+
+    @Test func aHeadBlockJustUnderTheLimitArrivesWhole() async throws {
+        try await withServer { server in
+            let response = try await RequestOperation(request: Request(url: server.url("/headers?count=90&size=1000"))).response()
+            #expect(response.headerFields.filter { $0.name.rawName.hasPrefix("X-Fill-") }.count == 90)
+        }
+    }
+
+    @Test func aRedirectLoopStopsAtTheLimitWithoutRetrying() async throws {
+        try await withServer { server in
+            var request = Request(url: server.url("/redirect-loop"))
+            request.redirectPolicy = .follow(max: 5)
+            let result = await run(request, autoRetry: true)
+            #expect(transportCode(result) == .tooManyRedirects, "\(result)")
+            #expect(server.requests.filter { $0.path == "/redirect-loop" }.count == 6)
+        }
+    }
+
+    @Test func aSlowDripAboveTheIdleLimitSucceeds() async throws {
+        try await withServer { server in
+            var request = Request(url: server.url("/bytes/5000?drip=200&chunk=1000"))
+            request.timeouts.idle = .seconds(1)
+            let response = try await RequestOperation(request: request).response()
+            #expect(response.body == Data(FixtureServer.expectedBytes(count: 5000)))
+        }
+    }
+
+    @Test func noCompressionIsAskedFor() async throws {
+        try await withServer { server in
+            _ = try await RequestOperation(request: Request(url: server.url("/bytes/10"))).response()
+            #expect(server.requests.last?.header("Accept-Encoding") == nil)
+        }
+    }
+}
