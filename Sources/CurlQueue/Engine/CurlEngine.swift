@@ -101,11 +101,15 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         engineThreadID.store(UInt(pthread_self()), ordering: .relaxed)
         var running: Int32 = 0
         while true {
-            let commands = inbox.withLock { inbox in
-                defer { inbox.commands.removeAll(keepingCapacity: true) }
-                return inbox.commands
+            // Scoped: the commands (and the transfers they hold) are let go of before the
+            // engine sleeps, not kept until the next turn.
+            do {
+                let commands = inbox.withLock { inbox in
+                    defer { inbox.commands.removeAll(keepingCapacity: true) }
+                    return inbox.commands
+                }
+                for command in commands { handle(command) }
             }
-            for command in commands { handle(command) }
             // Transfers that finish in a perform often start others (a queue's next
             // operations): a second perform puts those on the wire before anyone is woken.
             var rounds = 0
