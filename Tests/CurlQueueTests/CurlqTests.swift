@@ -577,6 +577,45 @@ fileprivate func withFolder<T>(_ body: (URL) async throws -> T) async throws -> 
         }
     }
 
+    /// SIGKILL gives curlq no chance to clean up: whatever it leaves must be `.part` files only,
+    /// and `-c` must finish every file byte for byte.
+    @Test func aBatchKilledWithSIGKILLCompletesWithContinue() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                // Three files that pause at 30,000 bytes until gate "go" opens, two that finish.
+                let held = (1...3).map { server.url("/bytes/\(200_000 + $0)?chunk=10000&holdAt=30000&gate=go").absoluteString }
+                let quick = (1...2).map { server.url("/bytes/\(5_000 + $0)").absoluteString }
+                let arguments = ["get", "-o", folder.path, "-j", "5", "--progress", "none"] + quick + held
+                let process = try CurlqProcess(arguments)
+                for index in 1...3 {
+                    let part = folder.appendingPathComponent("\(200_000 + index).part")
+                    #expect(await waitForFile(part.path, atLeast: 20_000), "\(part.lastPathComponent) never started")
+                }
+                process.send(SIGKILL)
+                let killed = await process.finish()
+                #expect(killed.killedBySignal && killed.status == 128 + SIGKILL, "\(killed)")
+                // Only complete files stand under final names; the held ones are .part files.
+                for name in files(in: folder) where !name.hasSuffix(".part") {
+                    let size = Int(name)!
+                    #expect(contents(folder.appendingPathComponent(name)) == FixtureServer.expectedBytes(count: size), "\(name)")
+                }
+                #expect(files(in: folder).filter { $0.hasSuffix(".part") }.count == 3)
+
+                server.openGate("go")
+                server.resetStatistics()
+                let resumed = try await curlq(["get", "-c", "-o", folder.path, "-j", "5", "--progress", "none"] + quick + held)
+                #expect(resumed.status == 0, "\(resumed)")
+                #expect(files(in: folder) == ["200001", "200002", "200003", "5001", "5002"])
+                for name in files(in: folder) {
+                    #expect(contents(folder.appendingPathComponent(name)) == FixtureServer.expectedBytes(count: Int(name)!), "\(name)")
+                }
+                // The held files resumed from their .part files, not from 0.
+                let ranges = server.requests.filter { $0.path.hasPrefix("/bytes/2000") }.compactMap { $0.header("Range") }
+                #expect(ranges.count == 3 && ranges.allSatisfy { $0.hasPrefix("bytes=") && !$0.hasPrefix("bytes=0-") }, "\(ranges)")
+            }
+        }
+    }
+
     @Test func sigtermCancelsPrintsTheSummaryAndExits143() async throws {
         try await withServer { server in
             try await withFolder { folder in
