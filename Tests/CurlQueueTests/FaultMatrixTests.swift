@@ -7,11 +7,6 @@ import Testing
 /// download leaves on disk. Without auto-retry unless the row is about retrying.
 /// docs/reliability.md tabulates them.
 @Suite struct FaultMatrixTests {
-    func transportCode(_ result: Result<Response, RequestError>) -> CurlCode? {
-        guard case .failure(.transport(let failure)) = result else { return nil }
-        return failure.code
-    }
-
     func run(_ request: Request, autoRetry: Bool = false) async -> Result<Response, RequestError> {
         let operation = RequestOperation(request: request)
         operation.autoRetry = autoRetry
@@ -21,7 +16,7 @@ import Testing
     @Test func aResetInTheMiddleOfTheHeadIsARecvError() async throws {
         try await withServer { server in
             let result = await run(Request(url: server.url("/raw?kind=midHeadersReset")))
-            #expect(transportCode(result) == .recvError, "\(result)")
+            #expect(transportCode(of: result) == .recvError, "\(result)")
         }
     }
 
@@ -32,7 +27,7 @@ import Testing
             let destination = folder.appendingPathComponent("cut")
             let request = Request(url: server.url("/bytes/100000?chunked=1&chunk=10000&closeAfter=30000"), destination: destination)
             let result = await run(request)
-            #expect(transportCode(result) == .partialFile, "\(result)")
+            #expect(transportCode(of: result) == .partialFile, "\(result)")
             #expect(!FileManager.default.fileExists(atPath: destination.path))
             let part = try Data(contentsOf: URL(fileURLWithPath: destination.path + ".part"))
             #expect(part == Data(FixtureServer.expectedBytes(count: 30_000)))
@@ -42,7 +37,7 @@ import Testing
     @Test func aContentLengthLargerThanTheBodyIsAPartialFile() async throws {
         try await withServer { server in
             let result = await run(Request(url: server.url("/bytes/5000?lie=+100")))
-            #expect(transportCode(result) == .partialFile, "\(result)")
+            #expect(transportCode(of: result) == .partialFile, "\(result)")
         }
     }
 
@@ -86,7 +81,7 @@ import Testing
             var request = Request(url: server.url("/redirect-loop"))
             request.redirectPolicy = .follow(max: 5)
             let result = await run(request, autoRetry: true)
-            #expect(transportCode(result) == .tooManyRedirects, "\(result)")
+            #expect(transportCode(of: result) == .tooManyRedirects, "\(result)")
             #expect(server.requests.filter { $0.path == "/redirect-loop" }.count == 6)
         }
     }

@@ -25,6 +25,12 @@ func completion(of operation: RequestOperation, start: Bool = true) async -> Res
     }
 }
 
+/// The curl code of a `.transport` failure; nil for a response or any other error.
+func transportCode(of result: Result<Response, RequestError>) -> CurlCode? {
+    guard case .failure(.transport(let failure)) = result else { return nil }
+    return failure.code
+}
+
 /// Waits until every handler already dispatched to `queue` has run.
 func drain(_ queue: DispatchQueue = RequestOperation.defaultCallbackQueue) async {
     await withCheckedContinuation { continuation in queue.async { continuation.resume() } }

@@ -6,17 +6,12 @@ import Testing
 /// `maxResponseBodySize` bounds what a server can make a client hold, and `discardsBody`
 /// lets a client count a body without keeping it.
 @Suite struct ResponseBodyLimitTests {
-    func failureCode(_ result: Result<Response, RequestError>) -> CurlCode? {
-        guard case .failure(.transport(let failure)) = result else { return nil }
-        return failure.code
-    }
-
     @Test func anAnnouncedBodyOverTheLimitIsRefusedBeforeItArrives() async throws {
         try await withServer { server in
             var request = Request(url: server.url("/bytes/100000"))
             request.maxResponseBodySize = 99_999
             let result = await completion(of: RequestOperation(request: request))
-            #expect(failureCode(result) == .fileSizeExceeded, "\(result)")
+            #expect(transportCode(of: result) == .fileSizeExceeded, "\(result)")
         }
     }
 
@@ -25,7 +20,7 @@ import Testing
             var request = Request(url: server.url("/bytes/10000000?chunked=1&chunk=1000"))
             request.maxResponseBodySize = 50_000
             let result = await completion(of: RequestOperation(request: request))
-            #expect(failureCode(result) == .fileSizeExceeded, "\(result)")
+            #expect(transportCode(of: result) == .fileSizeExceeded, "\(result)")
             guard case .failure(let error) = result else { return }
             #expect("\(error)".contains("50000"))
         }
@@ -50,7 +45,7 @@ import Testing
             var request = Request(url: server.url("/bytes/2000000?chunked=1"), destination: destination)
             request.maxResponseBodySize = 100_000
             let result = await completion(of: RequestOperation(request: request))
-            #expect(failureCode(result) == .fileSizeExceeded, "\(result)")
+            #expect(transportCode(of: result) == .fileSizeExceeded, "\(result)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
         }
     }
@@ -64,7 +59,7 @@ import Testing
             var request = Request(url: server.url("/bytes/100000?chunked=1"), destination: destination, resume: true)
             request.maxResponseBodySize = 80_000
             let result = await completion(of: RequestOperation(request: request))
-            #expect(failureCode(result) == .fileSizeExceeded, "\(result)")
+            #expect(transportCode(of: result) == .fileSizeExceeded, "\(result)")
             #expect(server.requests.last?.header("Range") == "bytes=60000-")
         }
     }
