@@ -71,6 +71,8 @@ enum Routes {
             return bytes(total: total, target: target, rangeHeader: headers.first(name: "range"))
         case ("echo", 1):
             return .echo
+        case ("json", 1):
+            return .fixed(json(target: target))
         case ("status", 2):
             guard let code = Int(segments[1]), (200...999).contains(code) else {
                 return .fixed(.text(.badRequest, "status must be 200...999"))
