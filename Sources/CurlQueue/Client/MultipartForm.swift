@@ -1,0 +1,161 @@
+public import Foundation
+
+/// A `multipart/form-data` body (RFC 7578): text fields and files, in order.
+///
+/// ```swift
+/// var form = MultipartForm()
+/// form.addField(name: "title", value: "Holiday")
+/// form.addFile(name: "photo", filename: "beach.jpg", contentType: "image/jpeg", contentsOf: photoURL)
+/// let response = try await client.post("photos", body: .multipart(form))
+/// ```
+///
+/// Names and file names are written as HTML forms write them: in quotes, with `"` escaped as
+/// `%22`. A name, file name or content type holding CR, LF or NUL is refused (it could start
+/// a header or part of its own), and so is a content type holding `"`: the call fails with
+/// ``HTTPClientError/encoding(_:)`` and nothing is sent.
+public struct MultipartForm: Hashable, Sendable {
+    /// One part of the form.
+    public struct Part: Hashable, Sendable {
+        /// Where a part's content comes from.
+        public enum Content: Hashable, Sendable {
+            /// Bytes in memory.
+            case bytes(Data)
+            /// A file on disk.
+            case file(URL)
+        }
+
+        /// The form field's name.
+        public var name: String
+        /// The file name, for a file part.
+        public var filename: String?
+        /// The part's `Content-Type`, if any (text fields usually have none).
+        public var contentType: String?
+        /// The part's content.
+        public var content: Content
+
+        /// Creates a part.
+        public init(name: String, filename: String? = nil, contentType: String? = nil, content: Content) {
+            self.name = name
+            self.filename = filename
+            self.contentType = contentType
+            self.content = content
+        }
+    }
+
+    /// The boundary between parts: random, 30 characters, never found in ordinary content.
+    public let boundary: String
+    /// The parts, in order.
+    public var parts: [Part] = []
+
+    /// Creates an empty form with a fresh random boundary.
+    public init() {
+        var generator = SystemRandomNumberGenerator()
+        let hex = (0..<4).map { _ in String(generator.next() as UInt32, radix: 16) }
+        boundary = "CurlQueue-" + hex.map { String(repeating: "0", count: 8 - $0.count) + $0 }.joined().prefix(20)
+    }
+
+    /// Creates an empty form with the given boundary (1 to 70 letters, digits and `'()+_,-./:=?`;
+    /// other characters are replaced by `-`).
+    public init(boundary: String) {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'()+_,-./:=?".unicodeScalars)
+        var cleaned = String.UnicodeScalarView()
+        cleaned.append(contentsOf: boundary.unicodeScalars.prefix(70).map { allowed.contains($0) ? $0 : "-" })
+        self.boundary = cleaned.isEmpty ? "-" : String(cleaned)
+    }
+
+    /// The `Content-Type` of the body: `multipart/form-data; boundary=…`.
+    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+
+    /// Appends a text field.
+    public mutating func addField(name: String, value: String) {
+        parts.append(Part(name: name, content: .bytes(Data(value.utf8))))
+    }
+
+    /// Appends a file part from memory.
+    public mutating func addFile(name: String, filename: String, contentType: String = "application/octet-stream", data: Data) {
+        parts.append(Part(name: name, filename: filename, contentType: contentType, content: .bytes(data)))
+    }
+
+    /// Appends a file part read from disk when the body is made; the file name defaults to
+    /// the file's last path component.
+    public mutating func addFile(name: String, filename: String? = nil, contentType: String = "application/octet-stream", contentsOf file: URL) {
+        parts.append(Part(name: name, filename: filename ?? file.lastPathComponent, contentType: contentType, content: .file(file)))
+    }
+
+    // MARK: Encoding
+
+    /// One piece of the encoded body: the same cases as the engine's streamed body segments.
+    enum Segment: Hashable {
+        case bytes(Data)
+        case file(URL)
+    }
+
+    /// The body as segments, in order: heads and small pieces in memory, file contents as
+    /// files. Adjacent memory segments are merged.
+    func segments() throws(HTTPClientError) -> [Segment] {
+        var segments: [Segment] = []
+        var pending = Data()
+        for part in parts {
+            pending.append(contentsOf: Array("--\(boundary)\r\n".utf8))
+            pending.append(contentsOf: Array(try head(of: part).utf8))
+            switch part.content {
+            case .bytes(let data):
+                pending.append(data)
+            case .file(let url):
+                if !pending.isEmpty { segments.append(.bytes(pending)) }
+                pending = Data()
+                segments.append(.file(url))
+            }
+            pending.append(contentsOf: Array("\r\n".utf8))
+        }
+        pending.append(contentsOf: Array("--\(boundary)--\r\n".utf8))
+        segments.append(.bytes(pending))
+        return segments
+    }
+
+    /// The `Content-Disposition` (and `Content-Type`) lines of a part and the blank line after them.
+    private func head(of part: Part) throws(HTTPClientError) -> String {
+        var head = "Content-Disposition: form-data; name=\"\(try Self.quoted(part.name, what: "part name"))\""
+        if let filename = part.filename {
+            head += "; filename=\"\(try Self.quoted(filename, what: "file name"))\""
+        }
+        head += "\r\n"
+        if let contentType = part.contentType {
+            if contentType.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" || $0 == "\"" }) {
+                throw .encoding("multipart content type of \(part.name.debugDescription) holds CR, LF, NUL or a quote")
+            }
+            head += "Content-Type: \(contentType)\r\n"
+        }
+        return head + "\r\n"
+    }
+
+    /// `text` for a quoted string: `"` becomes `%22` (as HTML forms do); CR, LF and NUL are refused.
+    static func quoted(_ text: String, what: String) throws(HTTPClientError) -> String {
+        if text.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+            throw .encoding("multipart \(what) \(text.debugDescription) holds CR, LF or NUL")
+        }
+        return text.replacingOccurrences(of: "\"", with: "%22")
+    }
+
+    /// The body for a ``Request``.
+    ///
+    /// TEMPORARY: file parts are read into memory here, and only here, until `Request.Body`
+    /// can stream segments from disk. Then this becomes
+    /// `.segments(try segments().map { … })` and nothing else changes.
+    func requestBody() throws(HTTPClientError) -> Request.Body {
+        var body = Data()
+        for segment in try segments() {
+            switch segment {
+            case .bytes(let data):
+                body.append(data)
+            case .file(let url):
+                do {
+                    body.append(try Data(contentsOf: url))
+                } catch {
+                    throw .encoding("cannot read multipart file \(url.path): \(error.localizedDescription)")
+                }
+            }
+        }
+        return .bytes(body)
+    }
+}
