@@ -78,11 +78,11 @@ let package = Package(
             swiftSettings: strict
         ),
     ]
-    + ["BatchDownload", "PriorityDaemon", "DownloadProgress"].map { name in
-        // Examples/: small programs for the three uses, built by CI so they never rot.
+    + ["BatchDownload", "PriorityDaemon", "DownloadProgress", "APIClient"].map { name in
+        // Examples/: small programs for the four uses, built by CI so they never rot.
         .executableTarget(
             name: name,
-            dependencies: ["CurlQueue", "CurlQueueTestSupport"],
+            dependencies: ["CurlQueue", "CurlQueueTestSupport", .product(name: "Logging", package: "swift-log")],
             path: "Examples/\(name)",
             swiftSettings: strict
         )

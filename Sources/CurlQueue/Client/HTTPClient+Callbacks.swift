@@ -7,7 +7,9 @@ public import HTTPTypes
 /// - Every closure runs on the configuration's ``HTTPClient/Configuration/callbackQueue``
 ///   (serial by default), never on the engine thread, never under a lock: a closure may
 ///   start, cancel or retry calls.
-/// - Closures are released once the outcome has been delivered, so they may capture `self`.
+/// - The running call releases its closures once the outcome has been delivered; the returned
+///   handle keeps them for ``RequestHandle/retry()`` while it lives. An object that stores the
+///   handle should be captured weakly by the closures.
 ///
 /// As with the `async` calls, the ``Response`` calls succeed with any status and the `as:`
 /// calls fail with ``HTTPClientError/status(_:)`` unless it is 2xx.
