@@ -99,13 +99,3 @@ public struct LoggingMiddleware: HTTPClientMiddleware {
         return components.string ?? "<unparsable URL>"
     }
 }
-
-extension Request {
-    /// The body's size when it is known without reading a file.
-    var bodySize: Int? {
-        switch body {
-        case .bytes(let data)?: return data.count
-        default: return nil
-        }
-    }
-}
