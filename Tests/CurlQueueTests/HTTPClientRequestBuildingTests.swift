@@ -136,6 +136,19 @@ import Testing
         }
     }
 
+    @Test func aFileBodyIsSentFromDisk() async throws {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("upload.bin")
+        try Data(FixtureServer.expectedBytes(count: 70_000)).write(to: file)
+        try await withServer { (server) async throws in
+            let client = makeClient(server)
+            let echo = try await client.post("echo", body: .file(file, contentType: "application/octet-stream"), as: Echo.self)
+            #expect(Array(echo.bodyData) == FixtureServer.expectedBytes(count: 70_000))
+            #expect(echo.values("Content-Type") == ["application/octet-stream"])
+        }
+    }
+
     struct CDNCall: APIRequest {
         typealias Output = Response
         var path: String { "echo" }
