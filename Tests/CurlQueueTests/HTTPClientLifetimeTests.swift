@@ -30,6 +30,10 @@ import Testing
             #expect(handle?.isFinished == false)
             handle = nil  // the only reference: the call ends with it
             #expect(await recorder.outcome().failure?.isCancelled == true)
+            // The engine dropped the connection: the server no longer has the request in flight.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while server.inFlight > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(server.inFlight == 0)
             // The gate opens too late: the server has nobody left to answer.
             server.openGate("unmanaged")
             await drainClientCallbacks()
