@@ -66,6 +66,22 @@ struct Fetch: APIRequest {
         }
     }
 
+    @Test func cancellingABatchHandleCancelsTheCallsStillRunningAndKeepsTheOthers() async throws {
+        try await withServer { (server) async throws in
+            let client = makeClient(server)
+            let finished = CallRecorder<[Result<NoContent, HTTPClientError>]>()
+            let handle = client.batch([Fetch(path: "bytes/1"), Fetch(path: "gate/batch-cancel")], failFast: false,
+                                      onFinish: finished.onSuccess)
+            try await server.waitForRequests(pathPrefix: "/gate/batch-cancel", count: 1)
+            try await server.waitForRequests(pathPrefix: "/bytes/1", count: 1)
+            try await Task.sleep(for: .milliseconds(100))  // the first call is done by now
+            handle.cancel()
+            let results = try #require(await finished.outcome().value)
+            #expect(results[0].isSuccess)
+            #expect(results[1].failure?.isCancelled == true)
+        }
+    }
+
     struct EchoCall: APIRequest {
         typealias Output = Echo
         var path: String { "echo" }

@@ -37,12 +37,13 @@ final class CallState: Sendable {
         task?.cancel()
     }
 
-    /// Decides the outcome, once: `result`, or a cancellation when `cancel()` came first.
-    func finish<Output>(_ result: Result<Output, HTTPClientError>) -> Result<Output, HTTPClientError> {
+    /// Decides the outcome, once: `result`, or a cancellation when `cancel()` came first and
+    /// `replacingOnCancel` (a batch keeps the results its calls had when it was cancelled).
+    func finish<Output>(_ result: Result<Output, HTTPClientError>, replacingOnCancel: Bool) -> Result<Output, HTTPClientError> {
         state.withLock { state in
             state.finished = true
             state.task = nil
-            return state.cancelled ? .failure(.transport(.cancelled)) : result
+            return state.cancelled && replacingOnCancel ? .failure(.transport(.cancelled)) : result
         }
     }
 }

@@ -33,20 +33,21 @@ extension HTTPClient {
     }
 
     /// Sends every request at once and calls `onFinish` with each result, in request order,
-    /// once all are done. `onFinish` runs once, on the callback queue; cancelling the handle
-    /// cancels every call still running (then every result not decided yet is
-    /// `.transport(.cancelled)`).
+    /// once all are done. `onFinish` runs once, on the callback queue. Cancelling the handle
+    /// cancels every call still running: their results are `.transport(.cancelled)`, while
+    /// calls already done keep theirs.
     @discardableResult
     public func batch<R: APIRequest>(
         _ requests: [R], failFast: Bool = true, lifetime: RequestHandle.Lifetime = .managed,
         onFinish: @escaping @Sendable ([Result<R.Output, HTTPClientError>]) -> Void
     ) -> RequestHandle {
-        let callbacks = Callbacks<[Result<R.Output, HTTPClientError>]>(onStart: nil) { _, outcome in
+        var callbacks = Callbacks<[Result<R.Output, HTTPClientError>]>(onStart: nil) { _, outcome in
             switch outcome {
             case .success(let results): onFinish(results)
-            case .failure(let error): onFinish(requests.map { _ in .failure(error) })  // cancelled before any call ran
+            case .failure(let error): onFinish(requests.map { _ in .failure(error) })  // never: the batch itself cannot fail
             }
         }
+        callbacks.cancellationReplacesOutcome = false
         return start(lifetime: lifetime, callbacks: callbacks) { [self] () async throws(HTTPClientError) in
             await batch(requests, failFast: failFast)
         }

@@ -65,6 +65,9 @@ extension HTTPClient {
     struct Callbacks<Output: Sendable>: Sendable {
         var onStart: (@Sendable (RequestHandle.ID) -> Void)?
         var onOutcome: @Sendable (RequestHandle.ID, Result<Output, HTTPClientError>) -> Void
+        /// Whether a cancel that comes before the outcome turns it into `.transport(.cancelled)`;
+        /// false for a batch, whose outcome holds each call's own result.
+        var cancellationReplacesOutcome = true
     }
 
     /// Starts a call in a task of its own and delivers its outcome, once, on the callback queue.
@@ -93,7 +96,7 @@ extension HTTPClient {
             } catch {
                 result = .failure(error)
             }
-            let outcome = call.finish(result)
+            let outcome = call.finish(result, replacingOnCancel: callbacks.cancellationReplacesOutcome)
             queue.async { callbacks.onOutcome(id, outcome) }
         }
         call.attach(task)

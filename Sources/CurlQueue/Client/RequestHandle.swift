@@ -49,7 +49,8 @@ public final class RequestHandle: Sendable, Identifiable {
     /// Cancels the call, from any thread. If its outcome was not decided yet, it will be
     /// `onError(.transport(.cancelled))` (`didFail` for a delegate) — even when the transfer
     /// completes at the same moment — and its transfer leaves the engine. Once the outcome is
-    /// decided, does nothing: the outcome callback runs exactly once either way.
+    /// decided, does nothing: the outcome callback runs exactly once either way. (A batch's
+    /// handle cancels the calls still running; calls already done keep their results.)
     public func cancel() {
         call.cancel()
     }
