@@ -141,9 +141,14 @@ let userJSON = #"{"nick":"ann","level":3}"#
             weak let weakDelegate = delegate
             let handle = client.send(GetUser(), delegate: delegate!)
             delegate = nil
-            #expect(weakDelegate == nil)
+            // The call runs to its end without its delegate…
             try await server.waitForRequests(pathPrefix: "/json", count: 1)
-            _ = handle
+            let deadline = ContinuousClock.now + .seconds(5)
+            while !handle.isFinished, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(handle.isFinished)
+            // …and once its callbacks have run, nothing of the client holds the delegate.
+            await drainClientCallbacks()
+            #expect(weakDelegate == nil)
         }
     }
 }
