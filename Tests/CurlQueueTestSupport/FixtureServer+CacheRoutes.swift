@@ -9,7 +9,8 @@ import NIOHTTP1
 /// - `maxAge=S`: `Cache-Control: max-age=S`; `cc=TEXT`: that `Cache-Control` instead.
 /// - `etag=E`: `ETag: "E"`; a request with `If-None-Match: "E"` gets `304 Not Modified`.
 /// - `lastModified=1`: a fixed `Last-Modified`; a request with that `If-Modified-Since` gets 304.
-/// - `expires=S`: `Expires` S seconds after `Date` (now); `expires=bad`: `Expires: 0`.
+/// - `expires=S`: `Date` (now) and `Expires` S seconds after it; `expires=bad`: `Expires: 0`.
+///   Only this option sends `Date`, so that tests may judge freshness by a clock of their own.
 /// - `vary=NAME`: `Vary: NAME`, and the body ends with ` NAME=<the request's value>`.
 /// - `status=S`: that status instead of 200.
 extension Routes {
@@ -21,8 +22,8 @@ extension Routes {
         if let maxAge = target.int("maxAge") { fields.add(name: "Cache-Control", value: "max-age=\(maxAge)") }
         if let control = target.query["cc"] { fields.add(name: "Cache-Control", value: control) }
         let now = Int(Date().timeIntervalSince1970)
-        fields.add(name: "Date", value: HTTPDate.imfFixdate(secondsSince1970: now))
         if let expires = target.query["expires"] {
+            fields.add(name: "Date", value: HTTPDate.imfFixdate(secondsSince1970: now))
             fields.add(name: "Expires", value: Int(expires).map { HTTPDate.imfFixdate(secondsSince1970: now + $0) } ?? "0")
         }
         var notModified = false
