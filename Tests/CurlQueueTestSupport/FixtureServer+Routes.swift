@@ -103,6 +103,10 @@ enum Routes {
             return .fixed(fillHeaders(count: target.int("count") ?? 1, size: target.int("size") ?? 16))
         case ("set-cookie", 1):
             return .fixed(setCookie(target: target))
+        case ("auth", _):
+            return auth(target: target, headers: headers, state: state)
+        case ("cache", 2) where !segments[1].isEmpty:
+            return cache(id: segments[1], target: target, headers: headers, state: state)
         case ("raw", 1):
             switch target.query["kind"] {
             case "garbageStatus":

@@ -1,4 +1,5 @@
 @testable import curlq
+import CurlQueue
 import CurlQueueTestSupport
 import Dispatch
 import Foundation

@@ -137,8 +137,10 @@ extension Request {
         case follow(max: Int)
     }
 
-    /// How HTTPS servers are trusted. Verification of the peer and of its host name is always
-    /// on; these options only add trust anchors or narrow trust down to a key.
+    /// How HTTPS servers are trusted. Verification of the peer and of its host name is on;
+    /// these options add trust anchors or narrow trust down to a key. There is no option that
+    /// quietly trusts every server: the one way to switch verification off is
+    /// ``insecureSkipsVerificationForLocalTestingOnly``, named to be seen in review.
     public struct TLSOptions: Hashable, Sendable {
         /// A PEM file of CA certificates to trust instead of the system's.
         public var caFile: String?
@@ -147,6 +149,10 @@ extension Request {
         /// A pinned public key: `sha256//<base64>` (several joined with `;`) or a PEM/DER
         /// file path. A server whose key does not match fails.
         public var pinnedPublicKey: String?
+        /// **Insecure.** Accepts any certificate for any host name: anyone on the network path
+        /// can read and change the traffic. For a local test server only; every transfer with
+        /// it on logs a warning. A ``pinnedPublicKey``, if given, is still checked.
+        public var insecureSkipsVerificationForLocalTestingOnly = false
 
         /// Creates TLS options.
         public init(caFile: String? = nil, caDirectory: String? = nil, pinnedPublicKey: String? = nil) {

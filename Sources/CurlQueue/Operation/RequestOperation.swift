@@ -75,6 +75,10 @@ public final class RequestOperation: Sendable {
         self.request = request
         self.engine = .shared
         self.state = Locked(State())
+        if request.tls.insecureSkipsVerificationForLocalTestingOnly {
+            logger.warning("TLS verification is off for this request (insecureSkipsVerificationForLocalTestingOnly)",
+                           metadata: ["url": "\(request.url)"])
+        }
     }
 
     // MARK: Configuration

@@ -7,7 +7,7 @@ import Musl
 
 /// SHA-256 (FIPS 180-4), small and dependency-free, fed incrementally so that a file of any
 /// size is hashed in constant memory. Checked against the standard test vectors in the tests.
-struct SHA256 {
+package struct SHA256 {
     private var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) =
         (0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19)
     private var pending: [UInt8] = []
@@ -40,9 +40,9 @@ struct SHA256 {
         0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
     ]
 
-    init() { pending.reserveCapacity(64) }
+    package init() { pending.reserveCapacity(64) }
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         length &+= UInt64(bytes.count)
         var offset = 0
         if !pending.isEmpty {
@@ -61,13 +61,13 @@ struct SHA256 {
         if offset < bytes.count { pending.append(contentsOf: bytes[offset...]) }
     }
 
-    mutating func update<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
+    package mutating func update<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
         let array = Array(bytes)
         array.withUnsafeBytes { update($0) }
     }
 
     /// The digest as 64 lowercase hexadecimal digits.
-    mutating func finalize() -> String {
+    package mutating func finalize() -> String {
         let bitLength = length &* 8
         var tail: [UInt8] = [0x80]
         let used = (pending.count + 1) % 64
@@ -119,13 +119,13 @@ struct SHA256 {
     }
 
     /// The digest of `bytes`.
-    static func hex<Bytes: Sequence<UInt8>>(of bytes: Bytes) -> String {
+    package static func hex<Bytes: Sequence<UInt8>>(of bytes: Bytes) -> String {
         var hasher = SHA256()
         hasher.update(bytes)
         return hasher.finalize()
     }
 
-    enum FileError: Error, Equatable {
+    package enum FileError: Error, Equatable {
         /// `shouldStop` said to stop.
         case stopped
         case unreadable(String)
@@ -133,7 +133,7 @@ struct SHA256 {
 
     /// The digest of the file at `path`, read 256 KiB at a time. `shouldStop` is asked
     /// between reads, so that a large file can be abandoned (on Ctrl-C).
-    static func hex(ofFileAt path: String, shouldStop: () -> Bool = { false }) throws(FileError) -> String {
+    package static func hex(ofFileAt path: String, shouldStop: () -> Bool = { false }) throws(FileError) -> String {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw .unreadable("cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }

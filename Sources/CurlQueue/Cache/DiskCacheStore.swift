@@ -1,0 +1,207 @@
+public import Foundation
+import HTTPTypes
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A response cache store in a folder: one file per entry, least recently used entries
+/// removed once the files pass a size limit.
+///
+/// - Writes are atomic: an entry is written to a temporary file in the folder and renamed
+///   over the old one, so a reader sees the old entry or the new one, never a mix.
+/// - Every entry carries its key, its body's length and its body's SHA-256. A file that is
+///   truncated, damaged, of another format or of another key is a miss (and is removed),
+///   never a crash and never a wrong response.
+/// - File names are hashes of the keys: no key, however hostile, names a path outside the
+///   folder.
+/// - Files are created readable by their owner only (0600), the folder 0700 when created.
+///
+/// Safe to use from any thread of one process. Two processes may share a folder without
+/// damage, but each keeps its own view of the folder's size.
+public final class DiskCacheStore: ResponseCacheStore {
+    /// The folder the entries live in.
+    public let folder: URL
+    /// The most bytes the entries' files hold together; passing it removes the least recently
+    /// used entries until the files fit in 90% of it.
+    public let byteLimit: Int64
+
+    private let index: Locked<Index>
+
+    private struct Index {
+        var files: [String: (size: Int64, lastUse: UInt64)] = [:]
+        var bytes: Int64 = 0
+        var clock: UInt64 = 0
+    }
+
+    /// Opens (creating it if needed) a store in `folder`, holding at most `byteLimit` bytes.
+    ///
+    /// Entries already in the folder are kept, least recently used first by their files'
+    /// modification times. Temporary files left by an interrupted write are removed.
+    public init(folder: URL, byteLimit: Int64 = 256 * 1024 * 1024) throws {
+        self.folder = folder
+        self.byteLimit = max(0, byteLimit)
+        try FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var found: [(name: String, size: Int64, modified: Double)] = []
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) {
+            let path = folder.appendingPathComponent(name).path
+            if name.hasPrefix(Self.temporaryPrefix) {
+                unlink(path)
+                continue
+            }
+            guard name.hasSuffix(Self.fileSuffix) else { continue }
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+            found.append((name, Int64(info.st_size), modified))
+        }
+        var initial = Index()
+        for entry in found.sorted(by: { $0.modified < $1.modified }) {
+            initial.clock += 1
+            initial.files[entry.name] = (entry.size, initial.clock)
+            initial.bytes += entry.size
+        }
+        index = Locked(initial)
+        evictIfNeeded()
+    }
+
+    /// The bytes the entries' files hold now.
+    public var byteCount: Int64 { index.withLock { $0.bytes } }
+
+    /// The number of entries now.
+    public var count: Int { index.withLock { $0.files.count } }
+
+    public func cachedResponse(forKey key: String) -> CachedResponse? {
+        let name = Self.fileName(for: key)
+        let path = folder.appendingPathComponent(name).path
+        guard let data = Self.readFile(at: path) else {
+            forget(name)
+            return nil
+        }
+        guard let response = DiskCacheEntry.decode(data, key: key) else {
+            // Damaged, truncated or another key's: a miss, and the file goes.
+            unlink(path)
+            forget(name)
+            return nil
+        }
+        index.withLock { index in
+            index.clock += 1
+            if let known = index.files[name] {
+                index.files[name] = (known.size, index.clock)
+            } else {
+                index.files[name] = (Int64(data.count), index.clock)
+                index.bytes += Int64(data.count)
+            }
+        }
+        // The order survives a restart through the files' modification times.
+        utimensat(AT_FDCWD, path, nil, 0)
+        return response
+    }
+
+    public func store(_ response: CachedResponse, forKey key: String) {
+        let data = DiskCacheEntry.encode(response, key: key)
+        guard Int64(data.count) <= byteLimit else {
+            removeCachedResponse(forKey: key)
+            return
+        }
+        let name = Self.fileName(for: key)
+        let temporary = folder.appendingPathComponent(Self.temporaryPrefix + UUID().uuidString).path
+        guard Self.writeFile(data, at: temporary) else {
+            unlink(temporary)
+            return
+        }
+        guard rename(temporary, folder.appendingPathComponent(name).path) == 0 else {
+            unlink(temporary)
+            return
+        }
+        index.withLock { index in
+            index.clock += 1
+            index.bytes += Int64(data.count) - (index.files[name]?.size ?? 0)
+            index.files[name] = (Int64(data.count), index.clock)
+        }
+        evictIfNeeded()
+    }
+
+    public func removeCachedResponse(forKey key: String) {
+        let name = Self.fileName(for: key)
+        unlink(folder.appendingPathComponent(name).path)
+        forget(name)
+    }
+
+    public func removeAll() {
+        let names = index.withLock { index in
+            let names = Array(index.files.keys)
+            index = Index()
+            return names
+        }
+        for name in names { unlink(folder.appendingPathComponent(name).path) }
+    }
+
+    private func forget(_ name: String) {
+        index.withLock { index in
+            if let known = index.files.removeValue(forKey: name) { index.bytes -= known.size }
+        }
+    }
+
+    /// Removes least recently used entries until the files fit in 90% of the limit.
+    private func evictIfNeeded() {
+        let victims: [String] = index.withLock { index in
+            guard index.bytes > byteLimit else { return [] }
+            let target = byteLimit / 10 * 9
+            var victims: [String] = []
+            for (name, entry) in index.files.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
+                guard index.bytes > target else { break }
+                index.files[name] = nil
+                index.bytes -= entry.size
+                victims.append(name)
+            }
+            return victims
+        }
+        for name in victims { unlink(folder.appendingPathComponent(name).path) }
+    }
+
+    static let fileSuffix = ".cache"
+    static let temporaryPrefix = ".tmp-"
+
+    static func fileName(for key: String) -> String {
+        SHA256.hex(of: key.utf8) + fileSuffix
+    }
+
+    private static func readFile(at path: String) -> Data? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var data = Data(count: Int(info.st_size))
+        var filled = 0
+        let complete = data.withUnsafeMutableBytes { buffer -> Bool in
+            while filled < buffer.count {
+                let count = read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { return false }
+                filled += count
+            }
+            return true
+        }
+        return complete ? data : nil
+    }
+
+    private static func writeFile(_ data: Data, at path: String) -> Bool {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return data.withUnsafeBytes { buffer -> Bool in
+            var written = 0
+            while written < buffer.count {
+                let count = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { return false }
+                written += count
+            }
+            return true
+        }
+    }
+}

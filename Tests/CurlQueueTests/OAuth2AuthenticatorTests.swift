@@ -1,0 +1,207 @@
+import CurlQueue
+import CurlQueueTestSupport
+import Foundation
+import HTTPTypes
+import Testing
+
+/// The OAuth2 hold-and-retry flow against the fixture's token endpoint and protected routes
+/// (`/auth/…`): one token request for many 401s, held requests resent, give-up, expiry.
+@Suite struct OAuth2AuthenticatorTests {
+    struct Token: Decodable { var access_token: String }
+
+    func authenticator(
+        _ server: FixtureServer,
+        realm: String,
+        tokenQuery: String = "",
+        credentials: @escaping @Sendable () async -> OAuth2Authenticator.Credentials? = {
+            .init(username: "client", password: "secret")
+        },
+        parse: (@Sendable (Response) throws -> String)? = nil,
+        store: (any TokenStore)? = nil,
+        queue: RequestQueue = RequestQueue(maxConcurrentRequestCount: 4)
+    ) -> OAuth2Authenticator {
+        let tokenURL = server.url("/auth/token/\(realm)\(tokenQuery)")
+        return OAuth2Authenticator(
+            covering: .host("127.0.0.1", pathPrefix: "/auth/protected/", allowsHTTP: true),
+            tokenRequest: { Request(url: tokenURL, method: .post) },
+            credentials: credentials,
+            parseToken: parse ?? { try JSONDecoder().decode(Token.self, from: $0.body).access_token },
+            tokenStore: store,
+            queue: queue
+        )
+    }
+
+    @Test func aHundredConcurrent401sCauseOneTokenRequestAndThenAllSucceed() async throws {
+        try await withServer { server in
+            let auth = authenticator(server, realm: "hundred")
+            let queue = RequestQueue(maxConcurrentRequestCount: 64)
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<100 {
+                    let request = Request(url: server.url("/auth/protected/hundred?n=\(index)"))
+                    group.addTask { try await auth.authorize(request) { try await queue.response(for: $0) }.status.code }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 200, count: 100))
+            #expect(server.hits("token-hundred") == 1)
+            // Each was sent without a token, got 401, and was sent once more with the token
+            // (those that started after the token arrived went out with it at once).
+            #expect(server.hits("protected-hundred") <= 200)
+            #expect(auth.currentToken == "hundred-1")
+        }
+    }
+
+    @Test func cancelledHeldRequestsAreNotSentAgain() async throws {
+        try await withServer { server in
+            // The token request waits in `credentials` until the test lets it go.
+            let (started, startedContinuation) = AsyncStream<Void>.makeStream()
+            let (release, releaseContinuation) = AsyncStream<Void>.makeStream()
+            let auth = authenticator(server, realm: "cancel", credentials: {
+                startedContinuation.yield()
+                var iterator = release.makeAsyncIterator()
+                await iterator.next()
+                return .init(username: "client", password: "secret")
+            })
+            let queue = RequestQueue(maxConcurrentRequestCount: 8)
+            let tasks = (0..<6).map { index in
+                Task {
+                    try await auth.authorize(Request(url: server.url("/auth/protected/cancel?n=\(index)"))) {
+                        try await queue.response(for: $0)
+                    }
+                }
+            }
+            // All six got their 401 (the server answered six) and the token request is waiting.
+            try await server.waitForRequests(pathPrefix: "/auth/protected/cancel", count: 6, timeout: .seconds(20))
+            var startedIterator = started.makeAsyncIterator()
+            await startedIterator.next()
+            for task in tasks.prefix(4) { task.cancel() }
+            for task in tasks.prefix(4) {
+                await #expect(throws: RequestError.cancelled) { try await task.value }
+            }
+            releaseContinuation.yield()
+            for task in tasks.suffix(2) { #expect(try await task.value.status == .ok) }
+            #expect(server.hits("token-cancel") == 1)
+            // 6 first sends, then only the 2 that were still wanted.
+            #expect(server.hits("protected-cancel") == 8)
+        }
+    }
+
+    @Test func anExpiredTokenStartsTheFlowAgainAtTheNext401() async throws {
+        try await withServer { server in
+            let auth = authenticator(server, realm: "expiry")
+            let queue = RequestQueue()
+            let send: @Sendable (Request) async throws -> Response = { try await queue.response(for: $0) }
+            #expect(try await auth.authorize(Request(url: server.url("/auth/protected/expiry?n=1")), send: send).status == .ok)
+            #expect(try await auth.authorize(Request(url: server.url("/auth/protected/expiry?n=2")), send: send).status == .ok)
+            #expect(server.hits("token-expiry") == 1)
+            // Someone else fetches a token: ours expires on the server.
+            var direct = Request(url: server.url("/auth/token/expiry"), method: .post)
+            direct.headerFields[.authorization] = "Basic " + Data("client:secret".utf8).base64EncodedString()
+            _ = try await queue.response(for: direct)
+            #expect(try await auth.authorize(Request(url: server.url("/auth/protected/expiry?n=3")), send: send).status == .ok)
+            #expect(server.hits("token-expiry") == 3)
+            #expect(auth.currentToken == "expiry-3")
+        }
+    }
+
+    @Test func givingUpEndsEachHeldRequestWithItsOriginal401() async throws {
+        try await withServer { server in
+            // Wrong credentials: the token endpoint answers 401, and the default decision gives
+            // up at once on a 4xx.
+            let auth = authenticator(server, realm: "giveup", credentials: { .init(username: "client", password: "wrong") })
+            let queue = RequestQueue(maxConcurrentRequestCount: 8)
+            let responses = try await withThrowingTaskGroup(of: Response.self) { group in
+                for index in 0..<5 {
+                    let request = Request(url: server.url("/auth/protected/giveup?n=\(index)"))
+                    group.addTask { try await auth.authorize(request) { try await queue.response(for: $0) } }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(responses.allSatisfy { $0.status == .unauthorized && $0.headerFields[.wwwAuthenticate] == "Bearer" })
+            #expect(server.hits("token-giveup") >= 1)
+            #expect(server.hits("token-giveup") <= 5)  // at most one per wave of 401s, never a retry loop
+            #expect(auth.currentToken == nil)
+        }
+    }
+
+    @Test func failedTokenRequestsAreRetriedByTheDefaultDecision() async throws {
+        try await withServer { server in
+            let auth = authenticator(server, realm: "retry", tokenQuery: "?failures=2")
+            let queue = RequestQueue()
+            let response = try await auth.authorize(Request(url: server.url("/auth/protected/retry"))) {
+                try await queue.response(for: $0)
+            }
+            #expect(response.status == .ok)
+            #expect(server.hits("token-retry") == 3)  // 500, 500, then the token
+        }
+    }
+
+    @Test func aTokenTheServerNeverAcceptsEndsAfterTheResendLimit() async throws {
+        try await withServer { server in
+            let auth = authenticator(server, realm: "never", parse: { _ in "not-a-valid-token" })
+            let queue = RequestQueue()
+            let response = try await auth.authorize(Request(url: server.url("/auth/protected/never"))) {
+                try await queue.response(for: $0)
+            }
+            #expect(response.status == .unauthorized)
+            #expect(auth.maxResendsPerRequest == 2)
+            #expect(server.hits("protected-never") == 3)
+            #expect(server.hits("token-never") == 2)
+        }
+    }
+
+    @Test func requestsOutsideTheCoverageGetNoToken() async throws {
+        try await withServer { server in
+            let auth = authenticator(server, realm: "cover")
+            let queue = RequestQueue()
+            _ = try await auth.authorize(Request(url: server.url("/auth/protected/cover"))) { try await queue.response(for: $0) }
+            #expect(auth.currentToken == "cover-1")
+            _ = try await auth.authorize(Request(url: server.url("/echo"))) { try await queue.response(for: $0) }
+            let echo = try #require(server.requests.first { $0.path == "/echo" })
+            #expect(echo.header("authorization") == nil)
+            let covered = try #require(server.requests.last { $0.path == "/auth/protected/cover" })
+            #expect(covered.header("authorization") == "Bearer cover-1")
+        }
+    }
+
+    @Test func coverageMatchesHostPathSchemeAndPort() throws {
+        let host = OAuth2Authenticator.Coverage.host("API.example.com", pathPrefix: "/v1/")
+        #expect(host.covers(URL(string: "https://api.example.com/v1/users")!))
+        #expect(!host.covers(URL(string: "http://api.example.com/v1/users")!))
+        #expect(!host.covers(URL(string: "https://api.example.com/v2/users")!))
+        #expect(!host.covers(URL(string: "https://api.example.com.evil.test/v1/users")!))
+        let ported = OAuth2Authenticator.Coverage.host("api.example.com", port: 8443)
+        #expect(ported.covers(URL(string: "https://api.example.com:8443/x")!))
+        #expect(!ported.covers(URL(string: "https://api.example.com/x")!))
+        let pattern = try OAuth2Authenticator.Coverage.matching(#"https://[a-z]+\.example\.com/private/.*"#)
+        #expect(pattern.covers(URL(string: "https://files.example.com/private/a")!))
+        #expect(!pattern.covers(URL(string: "https://files.example.com/public/a")!))
+        // The whole URL must match, not a part of it.
+        #expect(!pattern.covers(URL(string: "https://evil.test/?https://files.example.com/private/a")!))
+        #expect(throws: (any Error).self) { try OAuth2Authenticator.Coverage.matching("(unclosed") }
+    }
+
+    @Test func aStoredTokenIsUsedAtStartAndANewOneIsSavedOwnerOnly() async throws {
+        try await withServer { server in
+            let folder = try makeTemporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let store = FileTokenStore(file: folder.appendingPathComponent("token"))
+            let queue = RequestQueue()
+            // A first run fetches a token and saves it.
+            let first = authenticator(server, realm: "stored", store: store)
+            _ = try await first.authorize(Request(url: server.url("/auth/protected/stored?n=1"))) { try await queue.response(for: $0) }
+            #expect(store.loadToken() == "stored-1")
+            let attributes = try FileManager.default.attributesOfItem(atPath: store.file.path)
+            #expect((attributes[.posixPermissions] as? Int) == 0o600)
+            // A second run starts with it: no token request.
+            let second = authenticator(server, realm: "stored", store: store)
+            #expect(second.currentToken == "stored-1")
+            let response = try await second.authorize(Request(url: server.url("/auth/protected/stored?n=2"))) {
+                try await queue.response(for: $0)
+            }
+            #expect(response.status == .ok)
+            #expect(server.hits("token-stored") == 1)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["token"])
+        }
+    }
+}
