@@ -107,8 +107,12 @@ import Testing
         flipped[flipped.count - 100] ^= 0x01  // one bit of the body
         damages.append(flipped)
         var header = good
-        header[20] ^= 0x20  // a byte of the metadata
+        header[20] ^= 0x20  // a byte of the digest
         damages.append(header)
+        // A change that leaves the metadata valid JSON, with a different meaning.
+        let text = String(decoding: good, as: UTF8.self)
+        #expect(text.contains("max-age=60"))
+        damages.append(Data(text.replacingOccurrences(of: "max-age=60", with: "max-age=99").utf8))
         for _ in 0..<200 {
             var random = good
             for _ in 0..<Int.random(in: 1...8) { random[Int.random(in: 0..<random.count)] = UInt8.random(in: 0...255) }

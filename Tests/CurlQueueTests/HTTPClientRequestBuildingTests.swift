@@ -172,7 +172,8 @@ import Testing
     struct Quick: APIRequest {
         typealias Output = Response
         var path: String
-        var timeouts: Request.Timeouts? { Request.Timeouts(total: .milliseconds(200)) }
+        var limit: Duration = .seconds(20)
+        var timeouts: Request.Timeouts? { Request.Timeouts(total: limit) }
         var retry: RetrySettings? { RetrySettings.none }
     }
 
@@ -189,7 +190,7 @@ import Testing
             #expect(try await client.send(Quick(path: "flaky/request-retry")).status.code == 503)
             #expect(server.hits("request-retry") == 1)
             do throws(HTTPClientError) {
-                _ = try await client.send(Quick(path: "gate/never"))
+                _ = try await client.send(Quick(path: "gate/never", limit: .milliseconds(200)))
                 Issue.record("the gate never opens")
             } catch {
                 guard case .transport(.timedOut) = error else { throw error }

@@ -157,7 +157,10 @@ import Testing
             for _ in 0..<20 {
                 _ = try await RequestOperation(request: Request(url: server.url("/bytes/10"))).response()
             }
-            #expect(server.connectionsAccepted == 1)
+            // Without reuse this would be 20. Usually it is 1; but the shared engine's
+            // connection cache (256) serves the whole parallel suite, and a burst of connections
+            // in another test can evict the idle one between two operations.
+            #expect(server.connectionsAccepted <= 3)
         }
     }
 

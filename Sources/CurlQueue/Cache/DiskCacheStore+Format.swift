@@ -3,14 +3,16 @@ import HTTPTypes
 
 /// The file format of a ``DiskCacheStore`` entry:
 ///
-///     CQCACHE1\n
-///     {one line of JSON: the key, status, fields, times, body length and SHA-256}\n
+///     CQCACHE2 <SHA-256 of everything after this line, 64 hex digits>\n
+///     {one line of JSON: the key, status, fields, times and body length}\n
 ///     body bytes
 ///
-/// Decoding checks everything it can: the magic, the JSON, the key, that the status and the
-/// field names are valid, and the body's length and SHA-256. Any mismatch is `nil`.
+/// Decoding checks everything it can: the magic, the digest (so a changed byte anywhere, in
+/// the metadata as in the body, is caught), the JSON, the key, that the status and the field
+/// names are valid, and the body's length. Any mismatch is `nil`.
 enum DiskCacheEntry {
-    static let magic = Data("CQCACHE1\n".utf8)
+    static let magic = Data("CQCACHE2 ".utf8)
+    static let digestLength = 64
 
     private struct Metadata: Codable {
         var key: String
@@ -22,7 +24,6 @@ enum DiskCacheEntry {
         var vary: [String: String]
         var timeToLiveNanoseconds: Int64?
         var bodyLength: Int
-        var bodySHA256: String
     }
 
     static func encode(_ response: CachedResponse, key: String) -> Data {
@@ -35,13 +36,18 @@ enum DiskCacheEntry {
             receivedAt: response.receivedAt.timeIntervalSince1970,
             vary: response.varyingRequestFields,
             timeToLiveNanoseconds: response.timeToLive.map(Self.nanoseconds),
-            bodyLength: response.body.count,
-            bodySHA256: SHA256.hex(of: response.body)
+            bodyLength: response.body.count
         )
         // JSONEncoder escapes control characters, so the metadata is one line.
         let json = (try? JSONEncoder().encode(metadata)) ?? Data()
-        var data = Data(capacity: magic.count + json.count + 1 + response.body.count)
+        var hasher = SHA256()
+        json.withUnsafeBytes { hasher.update($0) }
+        hasher.update(CollectionOfOne(UInt8(ascii: "\n")))
+        response.body.withUnsafeBytes { hasher.update($0) }
+        var data = Data(capacity: magic.count + digestLength + 2 + json.count + response.body.count)
         data.append(magic)
+        data.append(Data(hasher.finalize().utf8))
+        data.append(UInt8(ascii: "\n"))
         data.append(json)
         data.append(UInt8(ascii: "\n"))
         data.append(response.body)
@@ -49,8 +55,14 @@ enum DiskCacheEntry {
     }
 
     static func decode(_ data: Data, key: String) -> CachedResponse? {
-        guard data.starts(with: magic) else { return nil }
-        let metadataStart = data.startIndex + magic.count
+        guard data.starts(with: magic), data.count > magic.count + digestLength else { return nil }
+        let digestStart = data.startIndex + magic.count
+        let metadataStart = digestStart + digestLength + 1
+        guard data[metadataStart - 1] == UInt8(ascii: "\n"), metadataStart <= data.endIndex else { return nil }
+        let digest = String(decoding: data[digestStart..<(digestStart + digestLength)], as: UTF8.self)
+        var hasher = SHA256()
+        data[metadataStart...].withUnsafeBytes { hasher.update($0) }
+        guard hasher.finalize() == digest else { return nil }
         guard let newline = data[metadataStart...].firstIndex(of: UInt8(ascii: "\n")),
               let metadata = try? JSONDecoder().decode(Metadata.self, from: data[metadataStart..<newline]),
               metadata.key == key,
@@ -58,7 +70,7 @@ enum DiskCacheEntry {
               metadata.requestedAt.isFinite, metadata.receivedAt.isFinite
         else { return nil }
         let body = Data(data[(newline + 1)...])
-        guard body.count == metadata.bodyLength, SHA256.hex(of: body) == metadata.bodySHA256 else { return nil }
+        guard body.count == metadata.bodyLength else { return nil }
         var fields = HTTPFields()
         for pair in metadata.fields {
             guard pair.count == 2, let name = HTTPField.Name(pair[0]) else { return nil }

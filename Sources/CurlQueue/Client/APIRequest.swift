@@ -40,14 +40,22 @@ public protocol APIRequest: Sendable {
     var useCDN: Bool { get }
     /// The shape the JSON body must have before it is decoded. Defaults to none.
     var validator: JSONValidator? { get }
-    /// How long a response may be served from a cache. Stored for a response cache to come;
-    /// the client does not cache yet. Defaults to none.
+    /// How long a response may be served from the client's response cache, replacing the
+    /// freshness the response's own fields give (YTKNetwork's `cacheTimeInSeconds`).
+    /// `Cache-Control: no-store` still keeps it out. Defaults to none.
     var cacheTTL: Duration? { get }
+    /// How the call uses the client's response cache; `nil` (the default) uses the client's
+    /// ``HTTPClient/Configuration/cachePolicy``, then ``HTTPClient/Defaults/cachePolicy``.
+    var cachePolicy: CachePolicy? { get }
+    /// How HTTPS servers are trusted; `nil` (the default) uses the client's
+    /// ``HTTPClient/Configuration/tls``.
+    var tls: Request.TLSOptions? { get }
     /// When set, a successful body is downloaded to this file, resuming from
     /// `<file>.part` when an earlier attempt left one (``Request/destination`` with
     /// ``Request/resume``). Defaults to none.
     var resumableDownloadDestination: URL? { get }
-    /// Time limits; `nil` (the default) uses the client's.
+    /// Time limits; `nil` (the default) uses the client's
+    /// ``HTTPClient/Configuration/timeouts``, then ``HTTPClient/Defaults/timeouts``.
     var timeouts: Request.Timeouts? { get }
     /// Retry settings; `nil` (the default) uses the client's.
     var retry: RetrySettings? { get }
@@ -66,6 +74,8 @@ extension APIRequest {
     public var useCDN: Bool { false }
     public var validator: JSONValidator? { nil }
     public var cacheTTL: Duration? { nil }
+    public var cachePolicy: CachePolicy? { nil }
+    public var tls: Request.TLSOptions? { nil }
     public var resumableDownloadDestination: URL? { nil }
     public var timeouts: Request.Timeouts? { nil }
     public var retry: RetrySettings? { nil }

@@ -15,8 +15,18 @@ extension HTTPClient {
         /// Header fields sent with every request. A request's own field of the same name
         /// replaces every default of that name; other defaults are kept.
         public var headerFields: HTTPFields
-        /// Time limits of every request that does not set its own.
-        public var timeouts: Request.Timeouts
+        /// Time limits of every request that does not set its own; `nil` uses
+        /// ``HTTPClient/Defaults/timeouts``.
+        public var timeouts: Request.Timeouts?
+        /// The response cache the client answers from and stores in; `nil` (the default) caches
+        /// nothing. See docs/caching.md.
+        public var responseCache: ResponseCache?
+        /// How requests that do not set their own use the ``responseCache``; `nil` uses
+        /// ``HTTPClient/Defaults/cachePolicy``.
+        public var cachePolicy: CachePolicy?
+        /// How HTTPS servers are trusted by requests that do not set their own: a CA file or
+        /// folder, a pinned key. Verification is never off unless this says so, loudly.
+        public var tls: Request.TLSOptions
         /// Retry settings of every request that does not set its own.
         public var retry: RetrySettings
         /// The queue the client's transfers run on. Its duplicate rule applies: on a queue
@@ -42,7 +52,10 @@ extension HTTPClient {
             baseURL: URL,
             cdnURL: URL? = nil,
             headerFields: HTTPFields = [:],
-            timeouts: Request.Timeouts = Request.Timeouts(),
+            timeouts: Request.Timeouts? = nil,
+            responseCache: ResponseCache? = nil,
+            cachePolicy: CachePolicy? = nil,
+            tls: Request.TLSOptions = Request.TLSOptions(),
             retry: RetrySettings = RetrySettings(),
             queue: RequestQueue = .main,
             middleware: [any HTTPClientMiddleware] = [],
@@ -54,6 +67,9 @@ extension HTTPClient {
             self.cdnURL = cdnURL
             self.headerFields = headerFields
             self.timeouts = timeouts
+            self.responseCache = responseCache
+            self.cachePolicy = cachePolicy
+            self.tls = tls
             self.retry = retry
             self.queue = queue
             self.middleware = middleware

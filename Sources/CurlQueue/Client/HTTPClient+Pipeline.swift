@@ -7,10 +7,11 @@ extension HTTPClient {
     func execute<R: APIRequest>(_ apiRequest: R) async throws(HTTPClientError) -> R.Output {
         let request = try makeRequest(for: apiRequest)
         let retry = apiRequest.retry ?? configuration.retry
+        let cachePolicy = apiRequest.cachePolicy ?? configuration.cachePolicy ?? HTTPClient.defaults.cachePolicy
         let response: Response
         do {
             response = try await runMiddleware(from: 0, request) { request throws(HTTPClientError) in
-                try await self.transfer(request, retry: retry)
+                try await self.cachedTransfer(request, retry: retry, policy: cachePolicy, timeToLive: apiRequest.cacheTTL)
             }
         } catch {
             throw Self.clientError(error)
@@ -28,7 +29,9 @@ extension HTTPClient {
             fields[fields: name] = []
         }
         fields.append(contentsOf: apiRequest.headerFields)
-        var request = Request(url: url, method: apiRequest.method, timeouts: apiRequest.timeouts ?? configuration.timeouts)
+        var request = Request(url: url, method: apiRequest.method,
+                              timeouts: apiRequest.timeouts ?? configuration.timeouts ?? HTTPClient.defaults.timeouts)
+        request.tls = apiRequest.tls ?? configuration.tls
         if let body = apiRequest.body {
             let (encoded, contentType) = try body.encoded(with: configuration.jsonEncoder)
             request.body = encoded
@@ -57,7 +60,24 @@ extension HTTPClient {
         }
     }
 
-    /// The bottom of the stack: one operation on the client's queue.
+    /// The bottom of the stack: the response cache, if the client has one, in front of the
+    /// transfer.
+    private func cachedTransfer(
+        _ request: Request, retry: RetrySettings, policy: CachePolicy, timeToLive: Duration?
+    ) async throws(HTTPClientError) -> Response {
+        guard let cache = configuration.responseCache else { return try await transfer(request, retry: retry) }
+        do {
+            return try await cache.response(for: request, policy: policy, timeToLive: timeToLive) { request in
+                try await self.transfer(request, retry: retry)
+            }
+        } catch let miss as ResponseCacheMiss {
+            throw .notCached(miss.url)
+        } catch {
+            throw Self.clientError(error)
+        }
+    }
+
+    /// One operation on the client's queue.
     private func transfer(_ request: Request, retry: RetrySettings) async throws(HTTPClientError) -> Response {
         if Task.isCancelled { throw .transport(.cancelled) }
         let operation = RequestOperation(request: request)

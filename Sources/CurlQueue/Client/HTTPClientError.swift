@@ -1,3 +1,4 @@
+public import Foundation
 /// Why an ``HTTPClient`` call did not produce its result.
 public enum HTTPClientError: Error, CustomStringConvertible {
     /// The path could not be joined to the base URL: it holds a scheme (`https:`), starts
@@ -21,6 +22,9 @@ public enum HTTPClientError: Error, CustomStringConvertible {
     case validation(path: String, expected: String, got: String)
     /// A middleware threw an error of its own.
     case middleware(any Error)
+    /// The cache policy was ``CachePolicy/returnCacheDontLoad`` and the response cache had
+    /// nothing for this URL; nothing was sent.
+    case notCached(URL)
 
     /// True when the call ended because it was cancelled (its task, its handle, or a batch
     /// that failed fast).
@@ -54,6 +58,8 @@ public enum HTTPClientError: Error, CustomStringConvertible {
             return "unexpected JSON at \(path): expected \(expected), got \(got)"
         case .middleware(let error):
             return "middleware failed: \(error)"
+        case .notCached(let url):
+            return "no cached response for \(url.absoluteString), and the cache policy forbids loading"
         }
     }
 }
