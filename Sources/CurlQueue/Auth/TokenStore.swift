@@ -33,39 +33,12 @@ public struct FileTokenStore: TokenStore {
     }
 
     public func loadToken() -> String? {
-        let descriptor = open(file.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 1 << 20 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var filled = 0
-        while filled < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { return nil }
-            filled += count
-        }
-        let token = String(decoding: bytes, as: UTF8.self)
-        return token.isEmpty ? nil : token
+        guard let data = PrivateFile.contents(at: file.path, maxSize: 1 << 20), !data.isEmpty else { return nil }
+        return String(decoding: data, as: UTF8.self)
     }
 
     public func saveToken(_ token: String) {
-        let temporary = file.deletingLastPathComponent()
-            .appendingPathComponent(".\(file.lastPathComponent).\(UUID().uuidString).tmp").path
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { return }
-        let bytes = Array(token.utf8)
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { break }
-            written += count
-        }
-        let complete = written == bytes.count && fsync(descriptor) == 0
-        close(descriptor)
-        if !complete || rename(temporary, file.path) != 0 { unlink(temporary) }
+        PrivateFile.replace(at: file.path, with: Data(token.utf8), durable: true)
     }
 
     public func removeToken() {

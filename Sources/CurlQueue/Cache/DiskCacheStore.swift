@@ -76,7 +76,7 @@ public final class DiskCacheStore: ResponseCacheStore {
     public func cachedResponse(forKey key: String) -> CachedResponse? {
         let name = Self.fileName(for: key)
         let path = folder.appendingPathComponent(name).path
-        guard let data = Self.readFile(at: path) else {
+        guard let data = PrivateFile.contents(at: path) else {
             forget(name)
             return nil
         }
@@ -107,15 +107,8 @@ public final class DiskCacheStore: ResponseCacheStore {
             return
         }
         let name = Self.fileName(for: key)
-        let temporary = folder.appendingPathComponent(Self.temporaryPrefix + UUID().uuidString).path
-        guard Self.writeFile(data, at: temporary) else {
-            unlink(temporary)
-            return
-        }
-        guard rename(temporary, folder.appendingPathComponent(name).path) == 0 else {
-            unlink(temporary)
-            return
-        }
+        // A damaged entry is a miss, so no fsync: a crash costs at most a refetch.
+        guard PrivateFile.replace(at: folder.appendingPathComponent(name).path, with: data) else { return }
         index.withLock { index in
             index.clock += 1
             index.bytes += Int64(data.count) - (index.files[name]?.size ?? 0)
@@ -163,45 +156,9 @@ public final class DiskCacheStore: ResponseCacheStore {
     }
 
     static let fileSuffix = ".cache"
-    static let temporaryPrefix = ".tmp-"
+    static let temporaryPrefix = PrivateFile.temporaryPrefix
 
     static func fileName(for key: String) -> String {
         SHA256.hex(of: key.utf8) + fileSuffix
-    }
-
-    private static func readFile(at path: String) -> Data? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        var data = Data(count: Int(info.st_size))
-        var filled = 0
-        let complete = data.withUnsafeMutableBytes { buffer -> Bool in
-            while filled < buffer.count {
-                let count = read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { return false }
-                filled += count
-            }
-            return true
-        }
-        return complete ? data : nil
-    }
-
-    private static func writeFile(_ data: Data, at path: String) -> Bool {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        return data.withUnsafeBytes { buffer -> Bool in
-            var written = 0
-            while written < buffer.count {
-                let count = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { return false }
-                written += count
-            }
-            return true
-        }
     }
 }
