@@ -25,7 +25,14 @@ let transferWriteCallback: ccurl_data_callback = { buffer, size, count, userdata
 let transferReadCallback: ccurl_data_callback = { buffer, size, count, userdata in
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
     let target = UnsafeMutableRawBufferPointer(start: buffer, count: size * count)
-    return transfer.upload?.read(into: target) ?? Int(CURL_READFUNC_ABORT)
+    guard let upload = transfer.upload else { return Int(CURL_READFUNC_ABORT) }
+    do throws(RequestError) {
+        return try upload.read(into: target)
+    } catch {
+        // A body file that shrank or failed: this error, not the CURLcode of the abort.
+        transfer.callbackFailure = error
+        return Int(CURL_READFUNC_ABORT)
+    }
 }
 
 let transferSeekCallback: ccurl_seek_callback = { userdata, offset, origin in
