@@ -18,6 +18,8 @@ enum ResponsePlan {
     case reset
     /// Write these bytes below the HTTP encoder, then close (with a RST if `reset`).
     case raw(ByteBuffer, reset: Bool)
+    /// A chunked NDJSON body, one line per write (FixtureServer+Streams.swift).
+    case lines(LinesPlan)
 }
 
 /// A response with a body known up front.
@@ -71,6 +73,7 @@ enum Routes {
             return bytes(total: total, target: target, rangeHeader: headers.first(name: "range"))
         case ("echo", 1):
             return .echo
+        case ("lines", 1): return lines(target: target)
         case ("status", 2):
             guard let code = Int(segments[1]), (200...999).contains(code) else {
                 return .fixed(.text(.badRequest, "status must be 200...999"))
