@@ -316,6 +316,20 @@ import Testing
         }
     }
 
+    /// 512 MiB streamed through `RequestQueue.stream` in flat memory, in a process of its own.
+    @Test(.disabled(if: ProcessInfo.processInfo.environment["CURLQUEUE_SANITIZER"] != nil,
+                    "a sanitizer's shadow memory makes RSS meaningless"))
+    func aLargeStreamIsReceivedInFlatMemory() async throws {
+        try await withServer { server in
+            let size = 512 << 20
+            let output = try await runBuiltProduct("MemoryProbe", ["--stream", server.url("/bytes/\(size)?chunked=1").absoluteString])
+            #expect(output.hasPrefix("status=200 received=\(size) "), "\(output)")
+            let peak = Int(output.split(separator: "peak=").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? .max
+            #expect(peak < 64 << 20, "peak RSS \(peak >> 20) MiB")
+            print("stream: \(size >> 20) MiB received, peak RSS \(peak >> 20) MiB")
+        }
+    }
+
     @Test func aHandlerThatFallsBehindPausesTheTransfer() async throws {
         try await withServer { server in
             let total = 8 * 1024 * 1024

@@ -104,6 +104,30 @@ import Testing
         }
     }
 
+    /// A 512 MiB file goes out in flat memory. Measured in a process of its own so that other
+    /// tests running meanwhile do not count.
+    @Test(.disabled(if: ProcessInfo.processInfo.environment["CURLQUEUE_SANITIZER"] != nil,
+                    "a sanitizer's shadow memory makes RSS meaningless"))
+    func aLargeFileIsSentInFlatMemory() async throws {
+        try await withServer { server in
+            let folder = try makeTemporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let file = folder.appendingPathComponent("big.bin")
+            let size = 512 << 20
+            _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: file)
+            let block = Data(FixtureServer.expectedBytes(count: 1 << 20))
+            for _ in 0..<(size >> 20) { try handle.write(contentsOf: block) }
+            try handle.close()
+            let output = try await runBuiltProduct("MemoryProbe", ["--upload", server.url("/echo").absoluteString, file.path])
+            #expect(output.hasPrefix("status=200 sent=\(size + 8) "), "\(output)")
+            #expect(server.requests.last?.bodyLength == size + 8)
+            let peak = Int(output.split(separator: "peak=").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? .max
+            #expect(peak < 64 << 20, "peak RSS \(peak >> 20) MiB")
+            print("segments upload: \(size >> 20) MiB file sent, peak RSS \(peak >> 20) MiB")
+        }
+    }
+
     // MARK: UploadSource on its own
 
     func readAll(_ source: UploadSource, bufferSize: Int = 7) throws -> Data {
