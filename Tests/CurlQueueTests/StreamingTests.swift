@@ -152,6 +152,33 @@ import Testing
         }
     }
 
+    @Test func theBodySizeLimitStillApplies() async throws {
+        try await withServer { server in
+            var request = Request(url: server.url("/lines?count=100"))
+            request.maxResponseBodySize = 50
+            let limited = request
+            let response = try await within { try await RequestQueue().stream(limited) }
+            var received = 0
+            var failure: RequestError?
+            do {
+                for try await chunk in response.body { received += chunk.count }
+            } catch {
+                failure = error as? RequestError
+            }
+            #expect(received <= 50)
+            #expect(failure?.transportFailure?.code == .fileSizeExceeded)
+        }
+    }
+
+    @Test func streamNeedsAnOperationThatHasNotStarted() async throws {
+        try await withServer { server in
+            let operation = RequestOperation(request: Request(url: server.url("/lines?count=1")))
+            try operation.start()
+            await #expect(throws: RequestError.self) { _ = try await operation.stream() }
+            _ = try await operation.response()
+        }
+    }
+
     // MARK: Failure and cancellation
 
     @Test func aFailureMidwayEndsTheSequenceWithTheTransportError() async throws {
