@@ -72,4 +72,10 @@ static inline CURLcode ccurl_msg_result(const CURLMsg *message) {
     return message->data.result;
 }
 
+// Resumes a transfer paused by its write callback (CURL_WRITEFUNC_PAUSE); CURLPAUSE_CONT is
+// a macro expression Swift does not import.
+static inline CURLcode ccurl_easy_unpause(CURL *handle) {
+    return curl_easy_pause(handle, CURLPAUSE_CONT);
+}
+
 #endif

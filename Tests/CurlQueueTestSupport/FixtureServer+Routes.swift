@@ -18,6 +18,8 @@ enum ResponsePlan {
     case reset
     /// Write these bytes below the HTTP encoder, then close (with a RST if `reset`).
     case raw(ByteBuffer, reset: Bool)
+    /// A chunked NDJSON body, one line per write (FixtureServer+Streams.swift).
+    case lines(LinesPlan)
 }
 
 /// A response with a body known up front.
@@ -73,6 +75,7 @@ enum Routes {
             return .echo
         case ("json", 1):
             return .fixed(json(target: target))
+        case ("lines", 1): return lines(target: target)
         case ("status", 2):
             guard let code = Int(segments[1]), (200...999).contains(code) else {
                 return .fixed(.text(.badRequest, "status must be 200...999"))

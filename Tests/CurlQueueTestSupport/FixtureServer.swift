@@ -23,6 +23,7 @@ import NIOPosix
 /// | `/gate/NAME` | No answer until ``openGate(_:)``, then `200 "open NAME"`. |
 /// | `/headers?count=N&size=S` | N extra headers `X-Fill-1`…`X-Fill-N`, S bytes each. |
 /// | `/set-cookie?NAME=VALUE…` | One `Set-Cookie` per parameter (default `fixture=1`). |
+/// | `GET /lines?count=N` | A chunked NDJSON body, `{"n":i}` one line per write. Options: `gate=NAME` (line i waits for gate `NAME-i`), `interval=MS`, no `count` for a never-ending heartbeat, `pad=K`, `thenClose=1` (close without the last chunk), `id=ID` (``waitUntilClosed(_:)``). |
 /// | `/raw?kind=K` | Not HTTP: `garbageStatus` or `midHeaders` (then close), `midHeadersReset` (then RST), `reset` (RST at once). |
 /// | anything else | `404 "not found"` |
 public final class FixtureServer: Sendable {

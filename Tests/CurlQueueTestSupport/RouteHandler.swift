@@ -201,6 +201,8 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
             resetConnection(context: context)
         case .raw(let bytes, let reset):
             writeRawThenClose(bytes, reset: reset, context: context)
+        case .lines(let linesPlan):
+            startLines(linesPlan, context: context)
         }
     }
 

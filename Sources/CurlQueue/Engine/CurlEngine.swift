@@ -20,6 +20,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     private enum Command {
         case add(Transfer)
         case cancel(Transfer)
+        case resume(Transfer)
     }
 
     private struct Inbox {
@@ -72,6 +73,12 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     func cancel(_ transfer: Transfer) {
         transfer.cancelRequested.store(true, ordering: .relaxed)
         send(.cancel(transfer))
+    }
+
+    /// Unpauses a transfer whose write callback paused it (its stream's consumer caught up).
+    /// From any thread; does nothing once the transfer left the multi handle.
+    func resume(_ transfer: Transfer) {
+        send(.resume(transfer))
     }
 
     private func send(_ command: Command) {
@@ -161,6 +168,10 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
             transfer.abandon()
             release(transfer)
             transfer.finish(.failure(.cancelled))
+        case .resume(let transfer):
+            guard let easy = transfer.easy else { return }  // finished or cancelled meanwhile
+            // May call the write callback at once with the bytes it refused.
+            _ = ccurl_easy_unpause(easy)
         }
     }
 

@@ -19,13 +19,25 @@ let transferHeaderCallback: ccurl_data_callback = { buffer, size, count, userdat
 let transferWriteCallback: ccurl_data_callback = { buffer, size, count, userdata in
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
     let length = size * count
-    return transfer.didReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
+    switch transfer.didReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length)) {
+    case .consumed: return length
+    // libcurl keeps these bytes and hands them over again once the engine unpauses.
+    case .pause: return Int(CURL_WRITEFUNC_PAUSE)
+    case .abort: return 0
+    }
 }
 
 let transferReadCallback: ccurl_data_callback = { buffer, size, count, userdata in
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
     let target = UnsafeMutableRawBufferPointer(start: buffer, count: size * count)
-    return transfer.upload?.read(into: target) ?? Int(CURL_READFUNC_ABORT)
+    guard let upload = transfer.upload else { return Int(CURL_READFUNC_ABORT) }
+    do throws(RequestError) {
+        return try upload.read(into: target)
+    } catch {
+        // A body file that shrank or failed: this error, not the CURLcode of the abort.
+        transfer.callbackFailure = error
+        return Int(CURL_READFUNC_ABORT)
+    }
 }
 
 let transferSeekCallback: ccurl_seek_callback = { userdata, offset, origin in
@@ -53,10 +65,57 @@ extension Transfer {
         if head.isComplete, !wasComplete, let file, head.status == 206, file.resumeOffset > 0 {
             progressBase = file.resumeOffset
         }
+        if head.isComplete, !wasComplete, bodyStream != nil, headIsFinal {
+            beginStream()
+        }
+    }
+
+    /// Whether the complete head is the one whose body the consumer gets: not an interim 1xx,
+    /// not a redirect libcurl follows, not a status a retry may follow.
+    private var headIsFinal: Bool {
+        guard let status = head.status, status >= 200, !statusesNotStreamed.contains(status) else { return false }
+        if case .follow = request.redirectPolicy, [301, 302, 303, 307, 308].contains(status), head.fields[.location] != nil {
+            return false
+        }
+        return true
+    }
+
+    /// Hands the head to the stream: the body goes there from now on, and the operation is no
+    /// longer retried.
+    private func beginStream() {
+        guard let bodyStream, let status = head.status else { return }
+        bodySink = .stream
+        bodyStream.begin(ResponseHead(status: HTTPResponse.Status(code: status), headerFields: head.fields))
+    }
+
+    enum WriteResult {
+        case consumed
+        /// Return CURL_WRITEFUNC_PAUSE: the stream's consumer is behind.
+        case pause
+        /// Abort the transfer (with `callbackFailure` set).
+        case abort
+    }
+
+    func didReceiveBody(_ bytes: UnsafeRawBufferPointer) -> WriteResult {
+        if bodySink == .stream { return offerToStream(bytes) }
+        return didReceiveBodyKept(bytes) ? .consumed : .abort
+    }
+
+    /// A streamed chunk: counted only once the stream took it (a refused one comes again).
+    private func offerToStream(_ bytes: UnsafeRawBufferPointer) -> WriteResult {
+        if let limit = request.maxResponseBodySize, bodyBytes + Int64(bytes.count) > limit {
+            callbackFailure = .transport(TransportFailure(
+                code: .fileSizeExceeded, message: "the response body is larger than the limit of \(limit) bytes"))
+            return .abort
+        }
+        let accepted = bodyStream!.offer(bytes) { [engine, self] in engine.resume(self) }
+        guard accepted else { return .pause }
+        bodyBytes += Int64(bytes.count)
+        return .consumed
     }
 
     /// Returns false to make libcurl abort the transfer (with `callbackFailure` set).
-    func didReceiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    private func didReceiveBodyKept(_ bytes: UnsafeRawBufferPointer) -> Bool {
         if bodySink == .undecided {
             bodySink = request.discardsBody ? .discard : .memory
             if file != nil, let status = head.status, (200..<300).contains(status), request.method != .head {
@@ -78,7 +137,7 @@ extension Transfer {
             return false
         }
         switch bodySink {
-        case .discard:
+        case .discard, .stream:
             return true
         case .file:
             do {

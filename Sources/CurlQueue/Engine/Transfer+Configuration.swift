@@ -14,7 +14,7 @@ extension Transfer {
             || request.allowedSchemes.contains(where: { $0.lowercased() == scheme }) else {
             throw .invalidRequest("scheme \(scheme.isEmpty ? "(none)" : scheme) is not allowed")
         }
-        if let destination = request.destination {
+        if let destination = request.destination, bodyStream == nil {
             file = try DestinationFile(destination: destination, resume: (request.resume || attempt > 1) && !rangeRefused)
         }
         self.easy = easy

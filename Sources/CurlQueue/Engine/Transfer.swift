@@ -21,6 +21,12 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     let request: Request
     let attempt: Int
     let wantsProgress: Bool
+    /// Where the body goes when the operation streams it (see ``BodyStream``).
+    let bodyStream: BodyStream?
+    /// Statuses whose body is not streamed but kept in memory, as a retry may follow them:
+    /// the head of a response that is retried must not reach the consumer.
+    let statusesNotStreamed: Set<Int>
+    let engine: CurlEngine
     /// Set from any thread by `CurlEngine.cancel`; a transfer that sees it before it starts never starts.
     let cancelRequested = Atomic<Bool>(false)
 
@@ -55,13 +61,19 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         case memory
         case file
         case discard
+        /// To ``bodyStream``, whose head was handed over.
+        case stream
     }
 
-    init(request: Request, attempt: Int, wantsProgress: Bool, delegate: any TransferDelegate) {
+    init(request: Request, attempt: Int, wantsProgress: Bool, delegate: any TransferDelegate,
+         engine: CurlEngine = .shared, bodyStream: BodyStream? = nil, statusesNotStreamed: Set<Int> = []) {
         self.request = request
         self.attempt = attempt
         self.wantsProgress = wantsProgress
         self.delegate = delegate
+        self.engine = engine
+        self.bodyStream = bodyStream
+        self.statusesNotStreamed = statusesNotStreamed
     }
 
     /// Clears what the first run of the attempt received, before the engine runs it again

@@ -17,6 +17,25 @@ public struct Request: Hashable, Sendable {
         case bytes(Data)
         /// A file, streamed from disk as it is sent and opened again for each attempt.
         case file(URL)
+        /// Parts sent one after the other as one body, in order: bytes from memory and files
+        /// streamed from disk (a multipart body built by the caller, say). Memory use does not
+        /// grow with the files' sizes.
+        ///
+        /// Every file is opened and measured when the attempt starts, so the total size is
+        /// known and sent as `Content-Length`; a file missing or not readable then fails the
+        /// operation with ``RequestError/invalidRequest(_:)`` before anything is sent. A file
+        /// sends exactly the size it had then: one that shrinks while it is being sent fails the
+        /// attempt with ``RequestError/fileSystem(_:)``; what it grows by is not sent. The body
+        /// is sent again whole after a 307/308 redirect and for each retry (files opened again).
+        case segments([Segment])
+
+        /// One part of a ``Request/Body/segments(_:)`` body.
+        public enum Segment: Hashable, Sendable {
+            /// Bytes held in memory.
+            case bytes(Data)
+            /// A regular file, streamed from disk as it is sent.
+            case file(URL)
+        }
     }
 
     /// The URL to fetch.

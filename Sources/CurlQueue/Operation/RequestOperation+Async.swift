@@ -16,3 +16,53 @@ extension RequestOperation {
         return try result.get()
     }
 }
+
+extension RequestOperation {
+    /// Starts the operation unless it is queued already, and returns as soon as the head of
+    /// the final response arrived, with its body still arriving: see ``StreamingResponse`` for
+    /// the contracts (order, backpressure, no retry once the head is handed over, cancellation).
+    ///
+    /// Call it instead of ``response()``, on an operation that was not started (or that a
+    /// queue holds but has not started yet). The stream takes the place of
+    /// ``responseBodyHandler``, and of the request's `destination`; ``completionHandler``
+    /// still runs once, after the body's end, with an empty ``Response/body``.
+    /// Cancelling the awaiting task cancels the operation.
+    /// - Throws: The ``RequestError`` that ended the operation before the head arrived,
+    ///   ``RequestError/cancelled`` included; ``RequestError/invalidRequest(_:)`` when the
+    ///   operation was started before, or streams already.
+    public func stream() async throws(RequestError) -> StreamingResponse {
+        let (stream, startNow) = try installPullStream()
+        if startNow { try? start() }
+        return try await streamingResponse(stream)
+    }
+
+    /// Gives the operation a pulled body stream, before its first transfer is made. Returns
+    /// whether the operation is idle (the caller starts it) rather than queued.
+    func installPullStream() throws(RequestError) -> (BodyStream, idle: Bool) {
+        let stream = BodyStream(mode: .pull)
+        let idle = try state.withLock { state throws(RequestError) -> Bool in
+            guard state.bodyStream == nil else { throw .invalidRequest("the operation streams its body already") }
+            switch state.machine.state {
+            case .idle:
+                state.bodyStream = stream
+                return true
+            case .enqueued:
+                state.bodyStream = stream
+                return false
+            default:
+                throw .invalidRequest("stream() needs an operation that has not started")
+            }
+        }
+        return (stream, idle)
+    }
+
+    /// Waits for the head handed to `stream`.
+    func streamingResponse(_ stream: BodyStream) async throws(RequestError) -> StreamingResponse {
+        let head = await withTaskCancellationHandler {
+            await stream.head()
+        } onCancel: {
+            cancel()
+        }
+        return StreamingResponse(head: try head.get(), stream: stream, operation: self)
+    }
+}

@@ -48,6 +48,12 @@ extension RequestOperation {
             return false
         }
 
+        /// False until the operation was started or queued.
+        var hasStarted: Bool {
+            if case .idle = state { return false }
+            return true
+        }
+
         var isCancelled: Bool {
             switch state {
             case .finished(cancelled: true), .cancelling: return true

@@ -24,9 +24,11 @@ extension RequestOperation: TransferDelegate {
     }
 
     func transfer(_ transfer: Transfer, didFinishWith outcome: AttemptOutcome) {
+        // A streamed body's consumer has had the head, maybe bytes: no attempt may follow.
+        let streamBegun = transfer.bodyStream?.hasBegun ?? false
         let action = state.withLock { state in
             let decision = RetryDecision(
-                autoRetry: state.autoRetry, errorCodes: state.autoRetryErrorCodes, policy: state.retryPolicy)
+                autoRetry: state.autoRetry && !streamBegun, errorCodes: state.autoRetryErrorCodes, policy: state.retryPolicy)
             return state.machine.attemptFinished(outcome) { attempt in
                 // The clock and the random source (a getrandom call) only when a retry may follow.
                 guard decision.autoRetry else { return nil }

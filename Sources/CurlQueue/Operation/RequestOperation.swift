@@ -1,5 +1,5 @@
 public import Dispatch
-import Foundation
+public import Foundation
 import Logging
 
 /// One HTTP transfer: the request, its callbacks, and its retries.
@@ -66,6 +66,11 @@ public final class RequestOperation: Sendable {
         var finishHook: (@Sendable (RequestOperation) -> Void)?
         var moreFinishHooks: [@Sendable (RequestOperation) -> Void] = []
         var observer: (@Sendable (Observation) -> Void)?
+        var responseHeadHandler: (@Sendable (ResponseHead) -> Void)?
+        var responseBodyHandler: (@Sendable (Data) -> Void)?
+        /// Where a streamed body goes: made at the start from ``responseBodyHandler``, or by
+        /// ``stream()`` before it.
+        var bodyStream: BodyStream?
         var lastDownload: TransferProgress?
         var lastUpload: TransferProgress?
     }
@@ -102,6 +107,37 @@ public final class RequestOperation: Sendable {
     public var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)? {
         get { state.withLock { $0.downloadProgressHandler } }
         set { state.withLock { $0.downloadProgressHandler = newValue } }
+    }
+
+    /// When set, the response body is streamed to this handler instead of being kept: it is
+    /// called with each chunk as it arrives, in order, on ``callbackQueue``, and
+    /// ``Response/body`` is then empty. Set it before the operation starts.
+    ///
+    /// - On a serial ``callbackQueue`` (the default) every chunk, and ``responseHeadHandler``
+    ///   before them, runs before the completion handler; its `Response` has the status and
+    ///   fields of the head. Chunks already dispatched still run when the operation is
+    ///   cancelled.
+    /// - Chunks whose handler has not returned stay bounded: past 1 MiB the transfer pauses
+    ///   (libcurl stops reading the socket) until the handler has caught up to 256 KiB.
+    /// - The body streamed is the final response's, whatever its status. Once its head was
+    ///   handed over (``responseHeadHandler``) the operation is not retried: a failure
+    ///   completes with the error. Responses with a status ``autoRetry`` may retry are kept in
+    ///   memory until it is decided that no retry follows, then streamed in one chunk.
+    /// - A streamed body does not go to the request's `destination` and is not discarded by
+    ///   its `discardsBody`; `maxResponseBodySize` still applies.
+    public var responseBodyHandler: (@Sendable (Data) -> Void)? {
+        get { state.withLock { $0.responseBodyHandler } }
+        set { state.withLock { $0.responseBodyHandler = newValue } }
+    }
+
+    /// With ``responseBodyHandler``: called once on ``callbackQueue`` with the status and
+    /// fields of the response whose body is streamed, before its first chunk — as soon as the
+    /// head arrived, so a long-lived response (server-sent events, a feed) can be checked before
+    /// any of its body. Not called when the operation fails before that head. Set it before the
+    /// operation starts.
+    public var responseHeadHandler: (@Sendable (ResponseHead) -> Void)? {
+        get { state.withLock { $0.responseHeadHandler } }
+        set { state.withLock { $0.responseHeadHandler = newValue } }
     }
 
     /// When true, a failure whose code is in ``autoRetryErrorCodes`` (or a response whose
@@ -151,7 +187,7 @@ public final class RequestOperation: Sendable {
     /// - Throws: ``RequestOperationError/alreadyStarted`` when it was started or queued before.
     public func start() throws(RequestOperationError) {
         let action = try state.withLock { state throws(RequestOperationError) in
-            let transfer = makeTransfer(attempt: 1, state)
+            let transfer = makeTransfer(attempt: 1, &state)
             do {
                 return try state.machine.start(handle: transfer, fromQueue: false)
             } catch {
@@ -173,12 +209,19 @@ public final class RequestOperation: Sendable {
 
     // MARK: Internals
 
-    func makeTransfer(attempt: Int, _ state: borrowing State) -> Transfer {
-        Transfer(
+    func makeTransfer(attempt: Int, _ state: inout State) -> Transfer {
+        if attempt == 1, state.bodyStream == nil, let body = state.responseBodyHandler, !state.machine.hasStarted {
+            state.bodyStream = BodyStream(mode: .push(queue: state.callbackQueue, head: state.responseHeadHandler, body: body))
+        }
+        var statusesNotStreamed: Set<Int> = []
+        if state.bodyStream != nil, state.autoRetry, attempt < state.retryPolicy.maxAttempts {
+            statusesNotStreamed = state.retryPolicy.retryableStatuses
+        }
+        return Transfer(
             request: request, attempt: attempt,
             wantsProgress: state.downloadProgressHandler != nil || state.uploadProgressHandler != nil
                 || state.observer != nil,
-            delegate: self)
+            delegate: self, engine: engine, bodyStream: state.bodyStream, statusesNotStreamed: statusesNotStreamed)
     }
 
     func perform(_ action: StateMachine<Transfer>.Action) {
@@ -202,7 +245,7 @@ public final class RequestOperation: Sendable {
     private func retryTimerFired(attempt: Int) {
         let action = state.withLock { state in
             guard state.machine.pendingRetryAttempt == attempt + 1 else { return StateMachine<Transfer>.Action.none }
-            let transfer = makeTransfer(attempt: attempt + 1, state)
+            let transfer = makeTransfer(attempt: attempt + 1, &state)
             return state.machine.retryTimerFired(attempt: attempt, handle: transfer)
         }
         if case .startTransfer = action {
@@ -213,7 +256,18 @@ public final class RequestOperation: Sendable {
 
     /// Runs once per operation: internal hooks first (a queue frees the slot), then the
     /// awaiting tasks, then the user's handlers on the callback queue.
-    private func deliver(_ result: Result<Response, RequestError>) {
+    private func deliver(_ outcome: Result<Response, RequestError>) {
+        var streamed = outcome
+        if let stream = state.withLock({ $0.bodyStream }) {
+            // The stream gets what remains (the head, a body kept in memory) before the
+            // completion is dispatched, so its chunks come first on a serial callback queue.
+            stream.finish(outcome)
+            if case .success(var response) = outcome {
+                response.body = Data()
+                streamed = .success(response)
+            }
+        }
+        let result = streamed
         let (handler, download, upload, waiters, hooks, queue, last, observer) = state.withLock { state in
             state.result = result
             defer {
@@ -303,7 +357,7 @@ public final class RequestOperation: Sendable {
     /// the operation was cancelled while it waited.
     func startFromQueue() -> Bool {
         let (action, observer) = state.withLock { state -> (StateMachine<Transfer>.Action, (@Sendable (Observation) -> Void)?) in
-            let transfer = makeTransfer(attempt: 1, state)
+            let transfer = makeTransfer(attempt: 1, &state)
             return ((try? state.machine.start(handle: transfer, fromQueue: true)) ?? .none, state.observer)
         }
         guard case .startTransfer = action else { return false }

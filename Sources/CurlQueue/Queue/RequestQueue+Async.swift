@@ -8,6 +8,23 @@ extension RequestQueue {
         return try await operation.response()
     }
 
+    /// Adds an operation for `request` and returns as soon as the head of its final response
+    /// arrived, with the body still arriving as ``StreamingResponse/body``: chunks in order,
+    /// bounded in memory (the transfer pauses while the consumer is behind), and no retry once
+    /// the head is handed over. Leaving the body's loop early, dropping the response, or
+    /// cancelling the awaiting or iterating task cancels the operation, which frees its slot in
+    /// the queue. See ``StreamingResponse`` for the contracts.
+    ///
+    /// The operation keeps its slot in the queue until the body has ended.
+    /// - Throws: The ``RequestError`` that ended the operation before the head arrived,
+    ///   ``RequestError/cancelled`` included.
+    public func stream(_ request: Request) async throws(RequestError) -> StreamingResponse {
+        let operation = RequestOperation(request: request)
+        let (stream, _) = try! operation.installPullStream()  // a new operation streams nothing yet
+        try! add(operation)  // a new operation cannot have been started
+        return try await operation.streamingResponse(stream)
+    }
+
     /// Returns once the queue is empty: no operation running or pending.
     public func waitUntilAllOperationsAreFinished() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
