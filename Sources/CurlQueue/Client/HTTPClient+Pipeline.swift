@@ -48,7 +48,7 @@ extension HTTPClient {
     }
 
     /// Middleware `index` and the ones after it, then `transfer`.
-    private func runMiddleware(
+    func runMiddleware(
         from index: Int,
         _ request: Request,
         transfer: (Request) async throws(HTTPClientError) -> Response

@@ -1,11 +1,7 @@
 import Foundation
 
 extension MultipartForm {
-    /// One piece of the encoded body: the same cases as the engine's streamed body segments.
-    enum Segment: Hashable {
-        case bytes(Data)
-        case file(URL)
-    }
+    typealias Segment = Request.Body.Segment
 
     /// The body as segments, in order: heads and small pieces in memory, file contents as
     /// files. Adjacent memory segments are merged.
@@ -54,25 +50,18 @@ extension MultipartForm {
         return text.replacingOccurrences(of: "\"", with: "%22")
     }
 
-    /// The body for a ``Request``.
-    ///
-    /// TEMPORARY: file parts are read into memory here, and only here, until `Request.Body`
-    /// can stream segments from disk. Then this becomes
-    /// `.segments(try segments().map { … })` and nothing else changes.
+    /// The body for a ``Request``: the segments, file contents streamed from disk as they are
+    /// sent (memory stays flat whatever the files' sizes). A file part that cannot be read now
+    /// is an ``HTTPClientError/encoding(_:)`` error before anything is sent.
     func requestBody() throws(HTTPClientError) -> Request.Body {
-        var body = Data()
-        for segment in try segments() {
-            switch segment {
-            case .bytes(let data):
-                body.append(data)
-            case .file(let url):
-                do {
-                    body.append(try Data(contentsOf: url))
-                } catch {
-                    throw .encoding("cannot read multipart file \(url.path): \(error.localizedDescription)")
-                }
+        let segments = try segments()
+        for case .file(let url) in segments {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), !isFolder.boolValue,
+                  FileManager.default.isReadableFile(atPath: url.path) else {
+                throw .encoding("cannot read multipart file \(url.path)")
             }
         }
-        return .bytes(body)
+        return .segments(segments)
     }
 }
