@@ -18,6 +18,8 @@ enum ResponsePlan {
     case reset
     /// Write these bytes below the HTTP encoder, then close (with a RST if `reset`).
     case raw(ByteBuffer, reset: Bool)
+    /// Close every other open connection, then answer `200 "closed N"`.
+    case closeOtherConnections
 }
 
 /// A response with a body known up front.
@@ -101,6 +103,8 @@ enum Routes {
             return .fixed(fillHeaders(count: target.int("count") ?? 1, size: target.int("size") ?? 16))
         case ("set-cookie", 1):
             return .fixed(setCookie(target: target))
+        case ("close-connections", 1):
+            return .closeOtherConnections
         case ("raw", 1):
             switch target.query["kind"] {
             case "garbageStatus":

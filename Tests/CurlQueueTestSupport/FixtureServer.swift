@@ -22,6 +22,7 @@ import NIOPosix
 /// | `/gate/NAME` | No answer until ``openGate(_:)``, then `200 "open NAME"`. |
 /// | `/headers?count=N&size=S` | N extra headers `X-Fill-1`…`X-Fill-N`, S bytes each. |
 /// | `/set-cookie?NAME=VALUE…` | One `Set-Cookie` per parameter (default `fixture=1`). |
+/// | `/close-connections` | Closes every other open connection, then `200 "closed N"` (keep-alive). |
 /// | `/raw?kind=K` | Not HTTP: `garbageStatus` or `midHeaders` (then close), `midHeadersReset` (then RST), `reset` (RST at once). |
 /// | anything else | `404 "not found"` |
 public final class FixtureServer: Sendable {

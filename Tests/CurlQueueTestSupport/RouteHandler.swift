@@ -201,6 +201,12 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
             resetConnection(context: context)
         case .raw(let bytes, let reset):
             writeRawThenClose(bytes, reset: reset, context: context)
+        case .closeOtherConnections:
+            let others = state.openConnections(except: connectionID)
+            for channel in others {
+                channel.close(promise: nil)
+            }
+            sendFixed(.text(.ok, "closed \(others.count)"), context: context)
         }
     }
 
