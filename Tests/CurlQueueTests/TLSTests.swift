@@ -21,6 +21,42 @@ import Testing
         }
     }
 
+    /// What a flawed certificate meets: verification failure (60) at the one handshake, for the
+    /// reason given (OpenSSL's words in libcurl's message). The
+    /// operation has `autoRetry` on, and nginx accepts exactly two connections meanwhile: the
+    /// operation's one handshake and the status request that counts them (a retry would add
+    /// one per attempt, five in all).
+    @Test(arguments: [
+        // A certificate from the named CA, for another name only.
+        (NginxServer.Certificate.wrongName, true, false, "no alternative certificate subject name matches"),
+        // A certificate from the named CA, for the right name, that expired in 2020.
+        (.expired, true, false, "certificate has expired"),
+        // A self-signed leaf, with the test CA named and without.
+        (.selfSigned, true, false, "self-signed certificate"),
+        (.selfSigned, false, false, "self-signed certificate"),
+        // The right key pinned but no CA named: a pin narrows trust, it does not replace it.
+        (.valid, false, true, "unable to get local issuer certificate"),
+        (.selfSigned, false, true, "self-signed certificate"),
+    ])
+    func aFlawedCertificateFailsClosedAtTheFirstHandshakeWithoutRetry(
+        certificate: NginxServer.Certificate, namesTheCA: Bool, pinsTheKey: Bool, reason: String
+    ) async throws {
+        try await withNginx { server in
+            var request = Request(url: server.url("/files/1k", certificate: certificate))
+            if namesTheCA { request.tls.caFile = server.caFile }
+            if pinsTheKey { request.tls.pinnedPublicKey = server.publicKeyPin }
+            let operation = RequestOperation(request: request)
+            operation.autoRetry = true
+            operation.retryPolicy.initialBackoff = .milliseconds(10)
+            let before = try server.acceptedConnections()
+            let result = await completion(of: operation)
+            #expect(transportCode(of: result) == .peerFailedVerification, "\(result)")
+            #expect(result.failure?.transportFailure?.message.contains(reason) == true, "\(result)")
+            let accepted = try server.acceptedConnections() - before
+            #expect(accepted == 2, "nginx accepted \(accepted) connections")
+        }
+    }
+
     @Test func aNamedCAIsTrustedAndHTTP2IsNegotiated() async throws {
         try await withNginx { server in
             var request = Request(url: server.url("/files/1m"))
