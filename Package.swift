@@ -74,6 +74,13 @@ let package = Package(
             path: "Tests/Soak",
             swiftSettings: strict
         ),
+        // Test-only: the fixture server in a process of its own (scripts/valgrind-curlq).
+        .executableTarget(
+            name: "Fixture",
+            dependencies: ["CurlQueueTestSupport"],
+            path: "Tests/Fixture",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "CurlQueueTests",
             dependencies: [
