@@ -164,6 +164,9 @@ enum Routes {
         if let closeAfter = target.int("closeAfter") {
             plan.sendCount = min(max(0, closeAfter), length)
             plan.ending = .close
+        } else if let resetAfter = target.int("resetAfter") {
+            plan.sendCount = min(max(0, resetAfter), length)
+            plan.ending = .reset
         } else if let stallAfter = target.int("stallAfter") {
             plan.sendCount = min(max(0, stallAfter), length)
             plan.ending = .stall
