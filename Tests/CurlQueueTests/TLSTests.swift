@@ -57,6 +57,39 @@ import Testing
         }
     }
 
+    /// A plain-HTTP fixture redirects to nginx's HTTPS port. With the CA named the redirect is
+    /// followed to the 1 KiB file; without it, the HTTPS leg fails verification like a direct
+    /// request; with `allowedSchemes` of only `http`, the redirect is refused (code 1) and
+    /// nginx sees no connection.
+    @Test func aRedirectFromHTTPToHTTPSIsVerifiedAndBoundByTheAllowedSchemes() async throws {
+        try await withNginx { nginx in
+            try await withServer { server in
+                let target = nginx.url("/files/1k").absoluteString
+                let encoded = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+                let start = server.url("/redirect?to=\(encoded)")
+
+                var trusted = Request(url: start)
+                trusted.tls.caFile = nginx.caFile
+                let response = try await RequestOperation(request: trusted).response()
+                #expect(response.status.code == 200)
+                #expect(response.bodyBytes == FixtureServer.expectedBytes(count: 1024))
+                #expect(response.effectiveURL?.absoluteString == target)
+                #expect(response.metrics.redirectCount == 1)
+
+                let untrusted = await completion(of: RequestOperation(request: Request(url: start)))
+                #expect(transportCode(of: untrusted) == .peerFailedVerification, "\(untrusted)")
+
+                var httpOnly = Request(url: start, allowedSchemes: ["http"])
+                httpOnly.tls.caFile = nginx.caFile
+                let before = try nginx.acceptedConnections()
+                let refused = await completion(of: RequestOperation(request: httpOnly))
+                #expect(transportCode(of: refused) == .unsupportedProtocol, "\(refused)")
+                // Only the status request's own connection.
+                #expect(try nginx.acceptedConnections() - before == 1)
+            }
+        }
+    }
+
     @Test func aNamedCAIsTrustedAndHTTP2IsNegotiated() async throws {
         try await withNginx { server in
             var request = Request(url: server.url("/files/1m"))
