@@ -146,6 +146,12 @@ public final class NginxServer: Sendable {
         return accepts
     }
 
+    /// ``acceptedConnections()`` from a Dispatch thread, so that its wait for `curl` does not
+    /// hold one of Swift concurrency's few threads.
+    public func acceptedConnectionCount() async throws -> Int {
+        try await Self.blocking { try self.acceptedConnections() }
+    }
+
     /// Stops nginx and removes its folder.
     public func shutdown() {
         Self.stop(process)

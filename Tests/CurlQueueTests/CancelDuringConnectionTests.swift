@@ -16,7 +16,7 @@ import Testing
 
     /// How many TCP sockets are in SYN_SENT to `port` (from /proc/net/tcp).
     func synSent(to port: Int) -> Int {
-        let text = (try? String(contentsOfFile: "/proc/self/net/tcp", encoding: .utf8)) ?? ""
+        let text = readWholeFile("/proc/self/net/tcp")
         let hex = String(port, radix: 16, uppercase: true)
         let remote = ":" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
         return text.split(separator: "\n").dropFirst().filter { line in

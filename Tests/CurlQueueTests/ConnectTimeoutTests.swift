@@ -20,8 +20,9 @@ import Testing
             return
         }
         #expect(failure.code == .operationTimedOut)
-        // Not before the limit, and long before the 30 s default would have ended it.
+        // Not before the limit, and before the 30 s default would have ended it (the bound is
+        // loose: in the parallel suite, with the soak running, this took up to 11 s).
         #expect(elapsed >= .milliseconds(450), "\(elapsed)")
-        #expect(elapsed < .seconds(10), "\(elapsed)")
+        #expect(elapsed < .seconds(25), "\(elapsed)")
     }
 }

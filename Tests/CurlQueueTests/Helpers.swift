@@ -114,3 +114,20 @@ func fullBacklogListener() throws -> (port: Int, descriptors: [Int32]) {
     }
     return (Int(UInt16(bigEndian: address.sin_port)), descriptors)
 }
+
+/// The whole of a file read with plain `read` calls until end-of-file. For `/proc` files, which
+/// report a size of 0 and hand out their text a page at a time: `String(contentsOfFile:)` gave
+/// only the first part of a long `/proc/self/net/tcp` here.
+func readWholeFile(_ path: String) -> String {
+    let descriptor = open(path, O_RDONLY)
+    guard descriptor >= 0 else { return "" }
+    defer { close(descriptor) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = read(descriptor, &buffer, buffer.count)
+        if count <= 0 { break }
+        bytes.append(contentsOf: buffer[0..<count])
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}

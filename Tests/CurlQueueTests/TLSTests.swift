@@ -48,11 +48,11 @@ import Testing
             let operation = RequestOperation(request: request)
             operation.autoRetry = true
             operation.retryPolicy.initialBackoff = .milliseconds(10)
-            let before = try server.acceptedConnections()
+            let before = try await server.acceptedConnectionCount()
             let result = await completion(of: operation)
             #expect(transportCode(of: result) == .peerFailedVerification, "\(result)")
             #expect(result.failure?.transportFailure?.message.contains(reason) == true, "\(result)")
-            let accepted = try server.acceptedConnections() - before
+            let accepted = try await server.acceptedConnectionCount() - before
             #expect(accepted == 2, "nginx accepted \(accepted) connections")
         }
     }
@@ -81,11 +81,11 @@ import Testing
 
                 var httpOnly = Request(url: start, allowedSchemes: ["http"])
                 httpOnly.tls.caFile = nginx.caFile
-                let before = try nginx.acceptedConnections()
+                let before = try await nginx.acceptedConnectionCount()
                 let refused = await completion(of: RequestOperation(request: httpOnly))
                 #expect(transportCode(of: refused) == .unsupportedProtocol, "\(refused)")
                 // Only the status request's own connection.
-                #expect(try nginx.acceptedConnections() - before == 1)
+                #expect(try await nginx.acceptedConnectionCount() - before == 1)
             }
         }
     }
@@ -126,7 +126,7 @@ import Testing
     /// of concurrent streams on one connection is 100).
     @Test func concurrentTransfersMultiplexOnOneConnection() async throws {
         try await withNginx { server in
-            let before = try server.acceptedConnections()
+            let before = try await server.acceptedConnectionCount()
             let queue = RequestQueue(maxConcurrentRequestCount: 0)
             let failures = Box(0)
             for index in 0..<100 {
@@ -143,7 +143,7 @@ import Testing
             await drain()
             #expect(failures.value == 0)
             // One connection for the 100 transfers, one for the second status request.
-            let opened = try server.acceptedConnections() - before
+            let opened = try await server.acceptedConnectionCount() - before
             #expect(opened == 2, "nginx accepted \(opened) connections")
         }
     }
