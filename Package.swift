@@ -67,12 +67,28 @@ let package = Package(
             path: "Tests/MemoryProbe",
             swiftSettings: strict
         ),
+        // Test-only: the soak run (SoakTests), in a process of its own so that its file
+        // descriptors, threads and memory are measured without the other tests'.
+        .executableTarget(
+            name: "Soak",
+            dependencies: ["CurlQueue", "CurlQueueTestSupport"],
+            path: "Tests/Soak",
+            swiftSettings: strict
+        ),
+        // Test-only: the fixture server in a process of its own (scripts/valgrind-curlq).
+        .executableTarget(
+            name: "Fixture",
+            dependencies: ["CurlQueueTestSupport"],
+            path: "Tests/Fixture",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "CurlQueueTests",
             dependencies: [
                 "CurlQueue",
                 "CurlQueueTestSupport",
                 "MemoryProbe",
+                "Soak",
                 "curlq",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],

@@ -37,6 +37,8 @@ public struct RecordedRequest: Sendable, Hashable {
     /// server's lifetime and are not reset by ``FixtureServer/resetStatistics()``, so two requests
     /// with the same `connectionID` travelled over the same (reused) TCP connection.
     public var connectionID: Int
+    /// When the request head arrived (``ContinuousClock``), for tests of timing at the server.
+    public var arrival: ContinuousClock.Instant
 
     /// Creates a recorded request (the server creates these; public for tests of test helpers).
     public init(
@@ -46,7 +48,8 @@ public struct RecordedRequest: Sendable, Hashable {
         headers: [Header],
         bodyLength: Int,
         sequence: Int,
-        connectionID: Int
+        connectionID: Int,
+        arrival: ContinuousClock.Instant = .now
     ) {
         self.method = method
         self.uri = uri
@@ -55,6 +58,7 @@ public struct RecordedRequest: Sendable, Hashable {
         self.bodyLength = bodyLength
         self.sequence = sequence
         self.connectionID = connectionID
+        self.arrival = arrival
     }
 
     /// The value of the first header called `name` (compared case-insensitively), or `nil`.

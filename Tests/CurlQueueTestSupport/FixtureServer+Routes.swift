@@ -20,6 +20,8 @@ enum ResponsePlan {
     case raw(ByteBuffer, reset: Bool)
     /// A chunked NDJSON body, one line per write (FixtureServer+Streams.swift).
     case lines(LinesPlan)
+    /// Close every other open connection, then answer `200 "closed N"`.
+    case closeOtherConnections
 }
 
 /// A response with a body known up front.
@@ -110,6 +112,8 @@ enum Routes {
             return auth(target: target, headers: headers, state: state)
         case ("cache", 2) where !segments[1].isEmpty:
             return cache(id: segments[1], target: target, headers: headers, state: state)
+        case ("close-connections", 1):
+            return .closeOtherConnections
         case ("raw", 1):
             switch target.query["kind"] {
             case "garbageStatus":
@@ -169,6 +173,9 @@ enum Routes {
         if let closeAfter = target.int("closeAfter") {
             plan.sendCount = min(max(0, closeAfter), length)
             plan.ending = .close
+        } else if let resetAfter = target.int("resetAfter") {
+            plan.sendCount = min(max(0, resetAfter), length)
+            plan.ending = .reset
         } else if let stallAfter = target.int("stallAfter") {
             plan.sendCount = min(max(0, stallAfter), length)
             plan.ending = .stall

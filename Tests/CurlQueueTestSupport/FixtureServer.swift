@@ -12,7 +12,7 @@ import NIOPosix
 ///
 /// | Route | Answer |
 /// | --- | --- |
-/// | `GET/HEAD /bytes/N` | N bytes of ``expectedBytes(offset:count:)``. Honours `Range: bytes=A-`, `A-B`, `-S` (206, or 416 with `Content-Range: bytes */N`). Options: `chunked=1`, `chunk=K` (write size, default 64 KiB, at most 16 MiB), `norange=1`, `closeAfter=K`, `stallAfter=K`, `drip=MS` (one chunk per MS), `holdAt=K&gate=NAME` (pause before body offset K until gate NAME opens; a range starting past K does not pause), `lie=+D` / `lie=-D` (announce N±D, send N, then close). |
+/// | `GET/HEAD /bytes/N` | N bytes of ``expectedBytes(offset:count:)``. Honours `Range: bytes=A-`, `A-B`, `-S` (206, or 416 with `Content-Range: bytes */N`). Options: `chunked=1`, `chunk=K` (write size, default 64 KiB, at most 16 MiB), `norange=1`, `closeAfter=K`, `resetAfter=K` (a TCP RST after K body bytes), `stallAfter=K`, `drip=MS` (one chunk per MS), `holdAt=K&gate=NAME` (pause before body offset K until gate NAME opens; a range starting past K does not pause), `lie=+D` / `lie=-D` (announce N±D, send N, then close). |
 /// | `/echo` (any method) | JSON `{"method","uri","headers":[[name,value]…],"bodyLength","body"}`, `body` base64 (empty when over 1 MiB). |
 /// | `/json?body=TEXT` | `200` with TEXT as an `application/json` body; `type=` another content type, `status=N` another status. |
 /// | `/status/CODE` | That status, body `status CODE`; `retryAfter=S`, `retryAfterDate=S` add `Retry-After`. |
@@ -24,6 +24,7 @@ import NIOPosix
 /// | `/headers?count=N&size=S` | N extra headers `X-Fill-1`…`X-Fill-N`, S bytes each. |
 /// | `/set-cookie?NAME=VALUE…` | One `Set-Cookie` per parameter (default `fixture=1`). |
 /// | `GET /lines?count=N` | A chunked NDJSON body, `{"n":i}` one line per write. Options: `gate=NAME` (line i waits for gate `NAME-i`), `interval=MS`, no `count` for a never-ending heartbeat, `pad=K`, `thenClose=1` (close without the last chunk), `id=ID` (``waitUntilClosed(_:)``). |
+/// | `/close-connections` | Closes every other open connection, then `200 "closed N"` (keep-alive). |
 /// | `/raw?kind=K` | Not HTTP: `garbageStatus` or `midHeaders` (then close), `midHeadersReset` (then RST), `reset` (RST at once). |
 /// | anything else | `404 "not found"` |
 public final class FixtureServer: Sendable {

@@ -9,6 +9,9 @@ enum StreamEnding {
     case endThenClose
     /// Close the connection without `.end` (`closeAfter=`, `lie=+D`).
     case close
+    /// Abort the connection with a TCP RST once the bytes are written, without `.end`
+    /// (`resetAfter=`).
+    case reset
     /// Send nothing more and keep the connection open until the client closes it (`stallAfter=`).
     case stall
 }
@@ -54,7 +57,7 @@ extension RouteHandler {
             switch plan.ending {
             case .end, .stall:
                 endResponse(context: context)
-            case .endThenClose, .close:
+            case .endThenClose, .close, .reset:
                 endResponse(context: context, thenClose: true)
             }
             return
@@ -135,6 +138,8 @@ extension RouteHandler {
             endResponse(context: context, thenClose: true)
         case .close:
             closeAfterPendingWrites(context: context)
+        case .reset:
+            resetAfterPendingWrites(context: context)
         case .stall:
             context.flush()  // the request stays in flight until the client closes the connection
         }

@@ -20,6 +20,15 @@ extension RouteHandler {
         }
     }
 
+    /// Aborts the connection with a TCP RST once everything written so far has been handed to
+    /// the socket, without ending the response.
+    func resetAfterPendingWrites(context: ChannelHandlerContext) {
+        let marker = context.channel.allocator.buffer(capacity: 0)
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(marker)))).assumeIsolated().whenComplete { _ in
+            self.resetConnection(context: context)
+        }
+    }
+
     /// Aborts the connection with a TCP RST: `SO_LINGER` `{on, 0 s}` makes `close` discard
     /// unsent data and reset instead of shutting down gracefully.
     func resetConnection(context: ChannelHandlerContext) {

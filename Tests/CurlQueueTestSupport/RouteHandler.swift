@@ -203,6 +203,12 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
             writeRawThenClose(bytes, reset: reset, context: context)
         case .lines(let linesPlan):
             startLines(linesPlan, context: context)
+        case .closeOtherConnections:
+            let others = state.openConnections(except: connectionID)
+            for channel in others {
+                channel.close(promise: nil)
+            }
+            sendFixed(.text(.ok, "closed \(others.count)"), context: context)
         }
     }
 

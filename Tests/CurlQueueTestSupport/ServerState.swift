@@ -65,6 +65,13 @@ final class ServerState: Sendable {
         }
     }
 
+    /// Every open connection but `id` (for `/close-connections`).
+    func openConnections(except id: Int) -> [any Channel] {
+        mutex.withLockedValue { state in
+            state.openChannels.filter { $0.key != id }.map(\.value)
+        }
+    }
+
     func connectionClosed(_ id: Int) {
         _ = mutex.withLockedValue { $0.openChannels.removeValue(forKey: id) }
     }

@@ -671,7 +671,9 @@ fileprivate func withFolder<T>(_ body: (URL) async throws -> T) async throws -> 
                 let waited = try await get("--progress", "lines", server.url("/flaky/g?failures=1&status=429&retryAfter=1").absoluteString)
                 #expect(waited.status == 0, "\(waited)")
                 #expect(try #require(try waited.jsonFiles().first?["seconds"] as? Double) >= 1)
-                #expect(waited.stderr.contains("retry    g  attempt 2 of 6 in 1.0s"), "\(waited.stderr)")
+                // 1 s asked, plus up to half of it at random (RetryPolicy's jitter).
+                let wait = waited.stderr.firstMatch(of: /retry    g  attempt 2 of 6 in (\d+\.\d)s/).flatMap { Double($0.1) }
+                #expect(wait.map { (1.0...1.5).contains($0) } == true, "\(waited.stderr)")
             }
         }
     }

@@ -20,6 +20,57 @@ import Testing
         }
     }
 
+    /// `HELLO THERE` where the status line should be: libcurl takes it for HTTP/0.9, which it
+    /// refuses (code 1, not a connectivity code): one request even with `autoRetry` on.
+    @Test func aGarbageStatusLineIsRefusedAsHTTP09AndNotRetried() async throws {
+        try await withServer { server in
+            let result = await run(Request(url: server.url("/raw?kind=garbageStatus")), autoRetry: true)
+            #expect(transportCode(of: result) == .unsupportedProtocol, "\(result)")
+            #expect(server.requests.filter { $0.path == "/raw" }.count == 1)
+        }
+    }
+
+    /// The connection closed after `Content-Le`: a partial file (18), which `autoRetry` retries
+    /// up to `maxAttempts` (3 requests).
+    @Test func aCloseInTheMiddleOfTheHeadIsAPartialFileAndRetried() async throws {
+        try await withServer { server in
+            let once = await run(Request(url: server.url("/raw?kind=midHeaders&n=1")))
+            #expect(transportCode(of: once) == .partialFile, "\(once)")
+            #expect(server.requests.count == 1)
+
+            let operation = RequestOperation(request: Request(url: server.url("/raw?kind=midHeaders&n=2")))
+            operation.autoRetry = true
+            operation.retryPolicy = RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(10))
+            let retried = await completion(of: operation)
+            #expect(transportCode(of: retried) == .partialFile, "\(retried)")
+            #expect(server.requests.filter { $0.uri.hasSuffix("n=2") }.count == 3)
+        }
+    }
+
+    @Test func aResetBeforeAnyAnswerIsARecvError() async throws {
+        try await withServer { server in
+            let result = await run(Request(url: server.url("/raw?kind=reset")))
+            #expect(transportCode(of: result) == .recvError, "\(result)")
+        }
+    }
+
+    /// A TCP RST after 30,000 of 100,000 body bytes: a receive error (56); no file under the
+    /// final name, and the `.part` holds exactly the 30,000 bytes sent (the RST does not take
+    /// back what had arrived).
+    @Test func aResetMidBodyIsARecvErrorAndThePartHoldsTheBytesSent() async throws {
+        try await withServer { server in
+            let folder = try makeTemporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let destination = folder.appendingPathComponent("reset")
+            let request = Request(url: server.url("/bytes/100000?resetAfter=30000&chunk=10000"), destination: destination)
+            let result = await run(request)
+            #expect(transportCode(of: result) == .recvError, "\(result)")
+            #expect(!FileManager.default.fileExists(atPath: destination.path))
+            let part = try Data(contentsOf: URL(fileURLWithPath: destination.path + ".part"))
+            #expect(part == Data(FixtureServer.expectedBytes(count: 30_000)))
+        }
+    }
+
     @Test func aChunkedBodyCutShortIsAPartialFileAndTheDownloadStaysPart() async throws {
         try await withServer { server in
             let folder = try makeTemporaryFolder()

@@ -85,3 +85,49 @@ func runBuiltProduct(_ name: String, _ arguments: [String]) async throws -> Stri
     }
     return String(decoding: data, as: UTF8.self)
 }
+
+/// A TCP listener on 127.0.0.1 whose accept queue is full (backlog 0, filled by three
+/// non-blocking connects): the kernel drops new connection attempts, which hang until their
+/// client gives up. Returns its port and every descriptor to close afterwards.
+func fullBacklogListener() throws -> (port: Int, descriptors: [Int32]) {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let listening = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+            bind(listener, raw, length) == 0 && listen(listener, 0) == 0 && getsockname(listener, raw, &length) == 0
+        }
+    }
+    guard listening else {
+        close(listener)
+        throw POSIXError(.EADDRINUSE)
+    }
+    var descriptors = [listener]
+    for _ in 0..<3 {
+        let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        descriptors.append(filler)
+        withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = connect(filler, $0, length) }
+        }
+    }
+    return (Int(UInt16(bigEndian: address.sin_port)), descriptors)
+}
+
+/// The whole of a file read with plain `read` calls until end-of-file. For `/proc` files, which
+/// report a size of 0 and hand out their text a page at a time: `String(contentsOfFile:)` gave
+/// only the first part of a long `/proc/self/net/tcp` here.
+func readWholeFile(_ path: String) -> String {
+    let descriptor = open(path, O_RDONLY)
+    guard descriptor >= 0 else { return "" }
+    defer { close(descriptor) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = read(descriptor, &buffer, buffer.count)
+        if count <= 0 { break }
+        bytes.append(contentsOf: buffer[0..<count])
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}

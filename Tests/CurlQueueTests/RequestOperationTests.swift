@@ -182,10 +182,11 @@ import Testing
             var request = Request(url: server.url("/bytes/100000?stallAfter=10"))
             request.timeouts.idle = .seconds(1)
             let result = await completion(of: RequestOperation(request: request))
-            guard case .failure(.timedOut) = result else {
+            guard case .failure(.timedOut(let failure)) = result else {
                 Issue.record("expected timedOut, got \(result)")
                 return
             }
+            #expect(failure.code == .operationTimedOut)
         }
     }
 }

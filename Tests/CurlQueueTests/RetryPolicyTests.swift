@@ -64,6 +64,27 @@ import Testing
         #expect(decision.delay(after: .response(response(500)), attempt: 1, now: now, random: 0) == nil)
     }
 
+    /// `Retry-After` is the earliest time to come back: up to `jitter` of it again (at most
+    /// `maxBackoff`) is added at random, so that clients given the same time do not all return
+    /// at that moment (RetryStormTests shows it at the server).
+    @Test func aRetryAfterIsSpreadAboveTheAskedTimeByTheJitter() {
+        let policy = RetryPolicy(maxBackoff: .seconds(30), jitter: 0.5, retryableStatuses: [429])
+        let decision = RetryDecision(autoRetry: true, errorCodes: [], policy: policy)
+        let asked = { (value: String, random: Double) in
+            decision.delay(after: .response(response(429, retryAfter: value)), attempt: 1, now: now, random: random)
+        }
+        #expect(asked("7", 0) == .seconds(7))
+        #expect(asked("7", 0.5) == .milliseconds(8750))
+        #expect(asked("7", 1) == .milliseconds(10500))
+        // Half of 120 s is 60 s, more than maxBackoff: at most 30 s are added.
+        #expect(asked("120", 1) == .seconds(150))
+        // Without jitter, exactly the time asked.
+        var exact = policy
+        exact.jitter = 0
+        let exactDecision = RetryDecision(autoRetry: true, errorCodes: [], policy: exact)
+        #expect(exactDecision.delay(after: .response(response(429, retryAfter: "7")), attempt: 1, now: now, random: 0.9) == .seconds(7))
+    }
+
     @Test func retryAfterAsAnHTTPDateCountsFromNow() {
         let decision = RetryDecision(autoRetry: true, errorCodes: [], policy: RetryPolicy(retryableStatuses: [429]))
         // 1_700_000_000 is Tue, 14 Nov 2023 22:13:20 GMT.

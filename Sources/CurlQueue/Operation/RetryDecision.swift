@@ -30,7 +30,7 @@ struct RetryDecision {
             guard let value = response.headerFields[.retryAfter] else { return backoff }
             guard let asked = RetryAfter.delay(value, now: now) else { return backoff }
             if asked > policy.maxRetryAfter { return nil }
-            return max(asked, backoff)
+            return max(policy.spread(retryAfter: asked, random: random), backoff)
         }
     }
 }

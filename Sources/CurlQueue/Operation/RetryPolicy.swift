@@ -7,7 +7,9 @@ import Foundation
 /// before retry *n* is `initialBackoff × multiplier^(n-1)`, capped at `maxBackoff`, with "equal
 /// jitter": a random point in the upper `jitter` fraction of it, so that many clients failing
 /// together do not come back together. A `Retry-After` from the server replaces the backoff
-/// when it asks for longer.
+/// when it asks for longer; it is the earliest time to come back, and a random part of up to
+/// `jitter` of it (at most `maxBackoff`) is added, so that the many clients a server gave the
+/// same time do not all come back at that moment.
 public struct RetryPolicy: Hashable, Sendable {
     /// Attempts in all, the first included. At least 1.
     public var maxAttempts: Int
@@ -17,7 +19,8 @@ public struct RetryPolicy: Hashable, Sendable {
     public var maxBackoff: Duration
     /// How much each wait grows over the previous one.
     public var multiplier: Double
-    /// The fraction (0...1) of each wait that is random.
+    /// The fraction (0...1) of each wait that is random; also how much of a `Retry-After` may
+    /// be added to it at random.
     public var jitter: Double
     /// HTTP statuses retried like network errors, such as 408, 429, 500, 502, 503, 504.
     /// Empty by default: a status is a ``Response``, not an error.
@@ -57,6 +60,13 @@ public struct RetryPolicy: Hashable, Sendable {
         let spread = min(1, max(0, jitter))
         let seconds = capped * (1 - spread) + capped * spread * min(max(random, 0), 1)
         return .nanoseconds(Int64(seconds * 1e9))
+    }
+
+    /// The wait for a `Retry-After` of `asked`: `asked` plus up to `jitter × asked` (at most
+    /// `maxBackoff`), with `random` in 0..<1 choosing the point.
+    func spread(retryAfter asked: Duration, random: Double) -> Duration {
+        let extra = min(asked.seconds * min(1, max(0, jitter)), maxBackoff.seconds) * min(max(random, 0), 1)
+        return asked + .nanoseconds(Int64(extra * 1e9))
     }
 }
 
