@@ -10,6 +10,9 @@ enum ResponsePlan {
     case bytes(ByteStreamPlan)
     /// The `/echo` JSON document (needs the whole request body, which the handler has).
     case echo
+    /// The request body itself as the response body, with `Content-Encoding: encoding` if given
+    /// (`/reflect?encoding=gzip`: a compressed body, without the fixture compressing anything).
+    case reflect(encoding: String?)
     /// Answer `200 "open NAME"` once gate `NAME` is open.
     case gate(name: String)
     /// Close the connection without answering.
@@ -73,6 +76,8 @@ enum Routes {
                 return .fixed(.text(.badRequest, "bad byte count"))
             }
             return bytes(total: total, target: target, rangeHeader: headers.first(name: "range"))
+        case ("reflect", 1):
+            return .reflect(encoding: target.query["encoding"])
         case ("echo", 1):
             return .echo
         case ("json", 1):

@@ -14,6 +14,7 @@ import NIOPosix
 /// | --- | --- |
 /// | `GET/HEAD /bytes/N` | N bytes of ``expectedBytes(offset:count:)``. Honours `Range: bytes=A-`, `A-B`, `-S` (206, or 416 with `Content-Range: bytes */N`). Options: `chunked=1`, `chunk=K` (write size, default 64 KiB, at most 16 MiB), `norange=1`, `closeAfter=K`, `resetAfter=K` (a TCP RST after K body bytes), `stallAfter=K`, `drip=MS` (one chunk per MS), `holdAt=K&gate=NAME` (pause before body offset K until gate NAME opens; a range starting past K does not pause), `lie=+D` / `lie=-D` (announce N±D, send N, then close). |
 /// | `/echo` (any method) | JSON `{"method","uri","headers":[[name,value]…],"bodyLength","body"}`, `body` base64 (empty when over 1 MiB). |
+/// | `/reflect?encoding=E` (any method) | The request body as the response body (up to 1 MiB), with `Content-Encoding: E` if given. |
 /// | `/json?body=TEXT` | `200` with TEXT as an `application/json` body; `type=` another content type, `status=N` another status. |
 /// | `/status/CODE` | That status, body `status CODE`; `retryAfter=S`, `retryAfterDate=S` add `Retry-After`. |
 /// | `/flaky/ID?failures=N&mode=M` | First N requests for ID fail, then `200 "ok ID"` (or `bytes=K` pattern bytes). Modes: `status` (`status=CODE`, default 503, plus retryAfter options), `close`, `reset`, `closeMidBody`. See ``hits(_:)``. |

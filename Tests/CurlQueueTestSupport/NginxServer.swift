@@ -146,7 +146,7 @@ public final class NginxServer: Sendable {
         return accepts
     }
 
-    /// ``acceptedConnections()`` from a Dispatch thread, so that its wait for `curl` does not
+    /// ``acceptedConnections()`` from a thread of its own, so that its wait for `curl` does not
     /// hold one of Swift concurrency's few threads.
     public func acceptedConnectionCount() async throws -> Int {
         try await Self.blocking { try self.acceptedConnections() }
@@ -200,11 +200,11 @@ public final class NginxServer: Sendable {
         throw NginxError.failedToStart("\(name) is not installed (scripts/setup installs it)")
     }
 
-    /// Runs blocking work (child processes) on a Dispatch thread, so that it never holds one of
+    /// Runs blocking work (child processes) on a thread of its own, so that it never holds one of
     /// Swift concurrency's few threads.
     private static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+            Thread { continuation.resume(with: Result { try work() }) }.start()
         }
     }
 

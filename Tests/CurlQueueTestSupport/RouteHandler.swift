@@ -136,7 +136,7 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
             head: head,
             target: target,
             sequence: sequence,
-            body: target.path == "/echo" ? context.channel.allocator.buffer(capacity: 0) : nil
+            body: target.path == "/echo" || target.path == "/reflect" ? context.channel.allocator.buffer(capacity: 0) : nil
         )
         // Spare clients the wait (curl: one second) before they send an announced body.
         if head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
@@ -193,6 +193,11 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
                 allocator: context.channel.allocator
             )
             sendFixed(FixedResponse(status: .ok, headers: ["Content-Type": "application/json"], body: body), context: context)
+        case .reflect(let encoding):
+            var headers: HTTPHeaders = ["Content-Type": "application/octet-stream"]
+            if let encoding { headers.add(name: "Content-Encoding", value: encoding) }
+            let body = request.body ?? context.channel.allocator.buffer(capacity: 0)
+            sendFixed(FixedResponse(status: .ok, headers: headers, body: body), context: context)
         case .gate(let name):
             waitForGate(name, context: context)
         case .close:

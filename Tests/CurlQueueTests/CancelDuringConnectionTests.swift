@@ -7,10 +7,11 @@ import Testing
 /// handshake. Nothing else can end these transfers for 30 s (the default connect limit), so a
 /// prompt `.cancelled` is the cancel's doing.
 @Suite struct CancelDuringConnectionTests {
-    /// Runs blocking work on a Dispatch thread, leaving Swift concurrency's threads free.
+    /// Runs blocking work on a thread of its own, leaving Dispatch's workers (and so Swift
+    /// concurrency's tasks) free.
     func blocking<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: work()) }
+            Thread { continuation.resume(returning: work()) }.start()
         }
     }
 

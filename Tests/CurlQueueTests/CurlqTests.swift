@@ -102,7 +102,7 @@ fileprivate final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is i
         self.stdoutPipe = out.read
         self.stderrPipe = err.read
         let writer = stdin.write
-        DispatchQueue.global().async {
+        Thread {
             if let input {
                 input.withUnsafeBytes { bytes in
                     var offset = 0
@@ -114,7 +114,7 @@ fileprivate final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is i
                 }
             }
             close(writer)
-        }
+        }.start()
     }
 
     func send(_ signal: Int32) { kill(pid, signal) }
@@ -140,11 +140,11 @@ fileprivate final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is i
         let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
         let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-            DispatchQueue.global().async {
+            Thread {
                 var status: Int32 = 0
                 while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
                 continuation.resume(returning: status)
-            }
+            }.start()
         }
         watchdog.cancel()
         let signalled = status & 0x7F != 0
@@ -157,7 +157,7 @@ fileprivate final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is i
 
     private static func readAll(_ descriptor: Int32) async -> String {
         await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread {
                 var data = Data()
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 while true {
@@ -168,7 +168,7 @@ fileprivate final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is i
                 }
                 close(descriptor)
                 continuation.resume(returning: String(decoding: data, as: UTF8.self))
-            }
+            }.start()
         }
     }
 }
@@ -185,7 +185,7 @@ fileprivate func curlq(_ arguments: [String], input: String? = nil) async throws
 /// Waits, woken by inotify, until the file at `path` holds at least `bytes` bytes.
 fileprivate func waitForFile(_ path: String, atLeast bytes: Int64, timeout: Double = 20) async -> Bool {
     await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
+        Thread {
             let watcher = inotify_init1(Int32(IN_CLOEXEC))
             defer { close(watcher) }
             let folder = (path as NSString).deletingLastPathComponent
@@ -206,7 +206,7 @@ fileprivate func waitForFile(_ path: String, atLeast bytes: Int64, timeout: Doub
                 var descriptor = pollfd(fd: watcher, events: Int16(POLLIN), revents: 0)
                 if poll(&descriptor, 1, Int32(min(remaining, 1) * 1000)) > 0 { _ = read(watcher, &buffer, buffer.count) }
             }
-        }
+        }.start()
     }
 }
 

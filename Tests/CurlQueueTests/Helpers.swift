@@ -75,13 +75,14 @@ func runBuiltProduct(_ name: String, _ arguments: [String]) async throws -> Stri
     let pipe = Pipe()
     process.standardOutput = pipe
     try process.run()
-    // Blocking reads and waits go to a Dispatch thread: Swift concurrency's threads stay free.
+    // Blocking reads and waits go to a thread of their own, not to Dispatch's few workers,
+    // which Swift concurrency's tasks run on too (blocking them stalls every task).
     let data = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
-        DispatchQueue.global().async {
+        Thread {
             let result = Result { try pipe.fileHandleForReading.readToEnd() ?? Data() }
             process.waitUntilExit()
             continuation.resume(with: result)
-        }
+        }.start()
     }
     return String(decoding: data, as: UTF8.self)
 }

@@ -79,4 +79,49 @@ import Testing
             #expect(progress.value.last == TransferProgress(bytesTransferred: 3_000_000, totalBytes: 3_000_000))
         }
     }
+
+    /// A gzip "bomb": 16 MiB of zeros compressed to about 16 KB, sent with
+    /// `Content-Encoding: gzip` although none was asked for. CurlQueue decodes nothing, so the
+    /// body is kept exactly as it came, and the limit counts the bytes on the wire: it can
+    /// never be made to expand in memory.
+    @Test func aCompressedBodyIsKeptAsSentAndTheLimitCountsItsWireBytes() async throws {
+        let bomb = try await gzipOfZeros(count: 16 << 20)
+        #expect(bomb.count < 64 * 1024)
+        try await withServer { server in
+            var request = Request(url: server.url("/reflect?encoding=gzip"), method: .post)
+            request.body = .bytes(bomb)
+            request.maxResponseBodySize = 1 << 20
+            let response = try await RequestOperation(request: request).response()
+            #expect(response.headerFields[.contentEncoding] == "gzip")
+            #expect(response.body == bomb)
+            #expect(response.metrics.bytesReceived < 1 << 20)
+
+            // A limit below the compressed size stops it, as any body.
+            request.maxResponseBodySize = Int64(bomb.count - 1)
+            let result = await completion(of: RequestOperation(request: request))
+            #expect(transportCode(of: result) == .fileSizeExceeded, "\(result)")
+        }
+    }
+
+    /// `gzip -9 -n` of `count` zero bytes, made by Debian's gzip.
+    func gzipOfZeros(count: Int) async throws -> Data {
+        let folder = try makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let input = folder.appendingPathComponent("zeros")
+        try Data(count: count).write(to: input)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        process.arguments = ["-9", "-n", "-c", input.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        // Blocking reads and waits go to a thread of their own, not to Dispatch's few workers.
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                let result = Result { try pipe.fileHandleForReading.readToEnd() ?? Data() }
+                process.waitUntilExit()
+                continuation.resume(with: result)
+            }.start()
+        }
+    }
 }

@@ -50,13 +50,14 @@ import Testing
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
-        // Blocking reads and waits go to a Dispatch thread: Swift concurrency's threads stay free.
+        // Blocking reads and waits go to a thread of their own, not to Dispatch's few workers,
+    // which Swift concurrency's tasks run on too (blocking them stalls every task).
         return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread {
                 let result = Result { try pipe.fileHandleForReading.readToEnd() ?? Data() }
                 process.waitUntilExit()
                 continuation.resume(with: result.map { (String(decoding: $0, as: UTF8.self), process.terminationStatus) })
-            }
+            }.start()
         }
     }
 
