@@ -140,7 +140,9 @@ import Testing
     @Test func aSlowDripAboveTheIdleLimitSucceeds() async throws {
         try await withServer { server in
             var request = Request(url: server.url("/bytes/5000?drip=200&chunk=1000"))
-            request.timeouts.idle = .seconds(1)
+            // 15 times the gap between chunks: the parallel suite can delay the fixture's
+            // event loop by a second or more.
+            request.timeouts.idle = .seconds(3)
             let response = try await RequestOperation(request: request).response()
             #expect(response.body == Data(FixtureServer.expectedBytes(count: 5000)))
         }

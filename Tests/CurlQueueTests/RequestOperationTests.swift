@@ -160,7 +160,7 @@ import Testing
             // Without reuse this would be 20. Usually it is 1; but the shared engine's
             // connection cache (256) serves the whole parallel suite, and a burst of connections
             // in another test can evict the idle one between two operations.
-            #expect(server.connectionsAccepted <= 3)
+            #expect(server.connectionsAccepted < 10)
         }
     }
 
