@@ -15,19 +15,8 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", script]
-        let pipe = Pipe()
-        process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Blocking reads and waits go to a thread of their own, not to Dispatch's few workers,
-    // which Swift concurrency's tasks run on too (blocking them stalls every task).
-        return try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                let result = Result { try pipe.fileHandleForReading.readToEnd() ?? Data() }
-                process.waitUntilExit()
-                continuation.resume(with: result.map { (String(decoding: $0, as: UTF8.self), process.terminationStatus) })
-            }.start()
-        }
+        return try await runToEnd(process)
     }
 
     static var probe: String {

@@ -72,19 +72,24 @@ func runBuiltProduct(_ name: String, _ arguments: [String]) async throws -> Stri
     let process = Process()
     process.executableURL = folder.appendingPathComponent(name)
     process.arguments = arguments
+    return try await runToEnd(process).output
+}
+
+/// Starts `process`, and returns its standard output (as text) and exit status once it exits.
+///
+/// The blocking read and wait go to a thread of their own, not to Dispatch's few workers,
+/// which Swift concurrency's tasks run on too (blocking them all stalls every task).
+func runToEnd(_ process: Process) async throws -> (output: String, status: Int32) {
     let pipe = Pipe()
     process.standardOutput = pipe
     try process.run()
-    // Blocking reads and waits go to a thread of their own, not to Dispatch's few workers,
-    // which Swift concurrency's tasks run on too (blocking them stalls every task).
-    let data = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
+    return try await withCheckedThrowingContinuation { continuation in
         Thread {
             let result = Result { try pipe.fileHandleForReading.readToEnd() ?? Data() }
             process.waitUntilExit()
-            continuation.resume(with: result)
+            continuation.resume(with: result.map { (String(decoding: $0, as: UTF8.self), process.terminationStatus) })
         }.start()
     }
-    return String(decoding: data, as: UTF8.self)
 }
 
 /// A TCP listener on 127.0.0.1 whose accept queue is full (backlog 0, filled by three

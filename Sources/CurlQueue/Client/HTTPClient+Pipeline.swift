@@ -77,15 +77,21 @@ extension HTTPClient {
         }
     }
 
-    /// One operation on the client's queue.
-    private func transfer(_ request: Request, retry: RetrySettings) async throws(HTTPClientError) -> Response {
-        if Task.isCancelled { throw .transport(.cancelled) }
+    /// An operation for `request` with the call's retry settings, not yet queued.
+    func makeOperation(_ request: Request, retry: RetrySettings) -> RequestOperation {
         let operation = RequestOperation(request: request)
         if retry.autoRetry {
             operation.autoRetry = true
             operation.retryPolicy = retry.policy
             operation.autoRetryErrorCodes = retry.errorCodes
         }
+        return operation
+    }
+
+    /// One operation on the client's queue.
+    private func transfer(_ request: Request, retry: RetrySettings) async throws(HTTPClientError) -> Response {
+        if Task.isCancelled { throw .transport(.cancelled) }
+        let operation = makeOperation(request, retry: retry)
         try! configuration.queue.add(operation)  // a new operation cannot have been started
         do {
             return try await operation.response()

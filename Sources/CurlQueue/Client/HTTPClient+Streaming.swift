@@ -88,12 +88,7 @@ extension HTTPClient {
     /// The bottom of a streamed call's stack: one streamed operation on the client's queue.
     private func streamTransfer(_ request: Request, retry: RetrySettings) async throws(HTTPClientError) -> StreamingResponse {
         if Task.isCancelled { throw .transport(.cancelled) }
-        let operation = RequestOperation(request: request)
-        if retry.autoRetry {
-            operation.autoRetry = true
-            operation.retryPolicy = retry.policy
-            operation.autoRetryErrorCodes = retry.errorCodes
-        }
+        let operation = makeOperation(request, retry: retry)
         do {
             let (body, _) = try operation.installPullStream()
             try! configuration.queue.add(operation)  // a new operation cannot have been started
