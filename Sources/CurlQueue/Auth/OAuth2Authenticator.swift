@@ -41,9 +41,12 @@ public final class OAuth2Authenticator: Sendable {
 
     /// The username and password sent on the token request as `Authorization: Basic …`.
     public struct Credentials: Sendable {
+        /// The client's name (OAuth2's client ID, or a user name).
         public var username: String
+        /// Its secret.
         public var password: String
 
+        /// Credentials for `Authorization: Basic base64(username:password)`.
         public init(username: String, password: String) {
             self.username = username
             self.password = password
@@ -79,6 +82,7 @@ public final class OAuth2Authenticator: Sendable {
             self.matches = matches
         }
 
+        /// Whether requests to `url` are covered.
         public func covers(_ url: URL) -> Bool { matches(url) }
     }
 
@@ -200,6 +204,7 @@ public final class OAuth2Authenticator: Sendable {
 
 /// The token request answered with a status outside 2xx.
 public struct TokenRequestStatusError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The token request's status.
     public var status: HTTPResponse.Status
     public var description: String { "the token request failed with HTTP \(status.code) \(status.reasonPhrase)" }
 }
