@@ -113,20 +113,7 @@ import Testing
 
     /// A listener on 127.0.0.1 that accepts only when the test calls `accept`.
     func silentListener() throws -> (port: Int, descriptors: [Int32]) {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                bind(listener, raw, length) == 0 && listen(listener, 8) == 0 && getsockname(listener, raw, &length) == 0
-            }
-        }
-        guard listening else {
-            close(listener)
-            throw POSIXError(.EADDRINUSE)
-        }
+        let (listener, address) = try loopbackListener(backlog: 8)
         return (Int(UInt16(bigEndian: address.sin_port)), [listener])
     }
 }

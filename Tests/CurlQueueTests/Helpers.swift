@@ -96,20 +96,9 @@ func runToEnd(_ process: Process) async throws -> (output: String, status: Int32
 /// non-blocking connects): the kernel drops new connection attempts, which hang until their
 /// client gives up. Returns its port and every descriptor to close afterwards.
 func fullBacklogListener() throws -> (port: Int, descriptors: [Int32]) {
-    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let listening = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-            bind(listener, raw, length) == 0 && listen(listener, 0) == 0 && getsockname(listener, raw, &length) == 0
-        }
-    }
-    guard listening else {
-        close(listener)
-        throw POSIXError(.EADDRINUSE)
-    }
+    let (listener, bound) = try loopbackListener(backlog: 0)
+    var address = bound
+    let length = socklen_t(MemoryLayout<sockaddr_in>.size)
     var descriptors = [listener]
     for _ in 0..<3 {
         let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
@@ -119,6 +108,25 @@ func fullBacklogListener() throws -> (port: Int, descriptors: [Int32]) {
         }
     }
     return (Int(UInt16(bigEndian: address.sin_port)), descriptors)
+}
+
+/// A TCP socket listening on an ephemeral port of 127.0.0.1 with `backlog`, and its address.
+func loopbackListener(backlog: Int32) throws -> (descriptor: Int32, address: sockaddr_in) {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let listening = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+            bind(listener, raw, length) == 0 && listen(listener, backlog) == 0 && getsockname(listener, raw, &length) == 0
+        }
+    }
+    guard listening else {
+        close(listener)
+        throw POSIXError(.EADDRINUSE)
+    }
+    return (listener, address)
 }
 
 /// The whole of a file read with plain `read` calls until end-of-file. For `/proc` files, which
