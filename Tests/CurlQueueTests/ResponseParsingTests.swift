@@ -1,4 +1,5 @@
 @testable import CurlQueue
+import Foundation
 import HTTPTypes
 import Testing
 
@@ -106,6 +107,44 @@ import Testing
             #expect(parser.fields.count == 1)
             #expect(parser.fields.first == expected, "value \(value)")
             #expect(parser.fields.first?.value == expected.value, "value \(value)")
+        }
+    }
+}
+
+/// A response from the engine keeps its field lines and parses them on the first read.
+@Suite struct LazyResponseFieldsTests {
+    func makeResponse(_ lines: [String]) -> Response {
+        var parser = ResponseHeadParser()
+        for line in ["HTTP/1.1 200 OK\r\n"] + lines + ["\r\n"] {
+            Array(line.utf8).withUnsafeBytes { parser.consume($0) }
+        }
+        return Response(status: .ok, fieldLines: parser.fieldLines, body: Data(), fileURL: nil, effectiveURL: nil,
+                        httpVersion: .http1_1, metrics: TransferMetrics(), attempts: 1)
+    }
+
+    @Test func fieldsReadLaterAreTheParsersFields() {
+        let lines = ["Content-Type: text/plain\r\n", "bad name: skipped\r\n", "X-A:  1 \r\n", "x-a: 2\r\n", "Empty:\r\n"]
+        let response = makeResponse(lines)
+        #expect(response.headerFields.map(\.name.rawName) == ["Content-Type", "X-A", "x-a", "Empty"])
+        #expect(response.headerFields[values: HTTPField.Name("x-a")!] == ["1", "2"])
+        #expect(response.headerFields[.contentType] == "text/plain")
+        #expect(makeResponse([]).headerFields.isEmpty)
+    }
+
+    @Test func aSetFieldReplacesTheLazyOnesInThatCopyOnly() {
+        let original = makeResponse(["A: 1\r\n"])
+        var copy = original
+        copy.headerFields[HTTPField.Name("B")!] = "2"
+        #expect(copy.headerFields.map(\.value) == ["1", "2"])
+        #expect(original.headerFields.map(\.value) == ["1"])
+    }
+
+    @Test func threadsReadingFirstAllSeeTheSameFields() async {
+        let response = makeResponse((0..<40).map { "Field-\($0): value \($0)\r\n" })
+        let expected = (0..<40).map { "value \($0)" }
+        await withTaskGroup(of: [String].self) { group in
+            for _ in 0..<8 { group.addTask { response.headerFields.map(\.value) } }
+            for await values in group { #expect(values == expected) }
         }
     }
 }

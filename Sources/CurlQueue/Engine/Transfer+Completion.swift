@@ -46,7 +46,7 @@ extension Transfer {
 
         var response = Response(
             status: HTTPResponse.Status(code: status),
-            headerFields: head.fields,
+            fieldLines: head.fieldLines,
             body: memoryBody,
             fileURL: nil,
             effectiveURL: effectiveURL(easy),

@@ -1,5 +1,6 @@
 public import Foundation
 public import HTTPTypes
+import Synchronization
 
 /// A completed HTTP exchange. Any status, 404 and 500 included, is a `Response`; only a
 /// transfer that got no complete answer is a ``RequestError``.
@@ -7,7 +8,19 @@ public struct Response: Sendable {
     /// The status of the final response (after redirects).
     public var status: HTTPResponse.Status
     /// The header fields of the final response, in the order received.
-    public var headerFields: HTTPFields
+    ///
+    /// A response from the engine parses its fields on the first read of this property (from
+    /// any thread; the result is kept), so a caller that never looks at them pays nothing.
+    public var headerFields: HTTPFields {
+        get {
+            switch fieldStorage {
+            case .parsed(let fields): fields
+            case .raw(let lines): lines.fields
+            }
+        }
+        set { fieldStorage = .parsed(newValue) }
+    }
+    private var fieldStorage: FieldStorage
     /// The body. Empty when a successful body went to the request's destination file.
     public var body: Data
     /// The destination file holding the body, for a successful download to a file.
@@ -20,6 +33,62 @@ public struct Response: Sendable {
     public var metrics: TransferMetrics
     /// How many attempts were made, the first included.
     public var attempts: Int
+
+    private enum FieldStorage: Sendable {
+        case parsed(HTTPFields)
+        case raw(RawFieldLines)
+    }
+
+    init(
+        status: HTTPResponse.Status, headerFields: HTTPFields, body: Data, fileURL: URL?, effectiveURL: URL?,
+        httpVersion: HTTPVersion, metrics: TransferMetrics, attempts: Int
+    ) {
+        self.init(status: status, fieldStorage: .parsed(headerFields), body: body, fileURL: fileURL,
+                  effectiveURL: effectiveURL, httpVersion: httpVersion, metrics: metrics, attempts: attempts)
+    }
+
+    /// A response whose fields are parsed from `fieldLines` (as ``ResponseHeadParser`` keeps
+    /// them) when first read.
+    init(
+        status: HTTPResponse.Status, fieldLines: [UInt8], body: Data, fileURL: URL?, effectiveURL: URL?,
+        httpVersion: HTTPVersion, metrics: TransferMetrics, attempts: Int
+    ) {
+        self.init(status: status, fieldStorage: .raw(RawFieldLines(fieldLines)), body: body, fileURL: fileURL,
+                  effectiveURL: effectiveURL, httpVersion: httpVersion, metrics: metrics, attempts: attempts)
+    }
+
+    private init(
+        status: HTTPResponse.Status, fieldStorage: FieldStorage, body: Data, fileURL: URL?, effectiveURL: URL?,
+        httpVersion: HTTPVersion, metrics: TransferMetrics, attempts: Int
+    ) {
+        self.status = status
+        self.fieldStorage = fieldStorage
+        self.body = body
+        self.fileURL = fileURL
+        self.effectiveURL = effectiveURL
+        self.httpVersion = httpVersion
+        self.metrics = metrics
+        self.attempts = attempts
+    }
+}
+
+/// A response head's field lines, parsed into `HTTPFields` on the first read and kept.
+///
+/// Shared by the copies of a ``Response`` and read from any thread: the parsed fields are
+/// published once through an `AtomicLazyReference`. Two threads reading first at the same
+/// moment may both parse; one result is kept, and both are equal.
+final class RawFieldLines: Sendable {
+    private let lines: [UInt8]
+    private let parsed = AtomicLazyReference<Box<HTTPFields>>()
+
+    init(_ lines: [UInt8]) {
+        self.lines = lines
+    }
+
+    var fields: HTTPFields {
+        if let box = parsed.load() { return box.value }
+        return parsed.storeIfNil(Box(ResponseHeadParser.parseFields(lines))).value
+    }
 }
 
 /// An HTTP protocol version.

@@ -6,12 +6,22 @@ import HTTPTypes
 ///
 /// Pure Swift with no libcurl in it, so it can be fuzzed and tested on its own. Lines that are
 /// not valid (a bad field name, no colon) are skipped, never fatal.
+///
+/// The status line is parsed as it arrives; field lines are only kept, as bytes, and parsed
+/// when ``fields`` is read — most responses' fields are never looked at by the engine, and a
+/// ``Response`` parses them on its first read of `headerFields` (``RawFieldLines``).
 struct ResponseHeadParser {
     private(set) var status: Int?
     private(set) var version = HTTPVersion.http1_1
-    private(set) var fields = HTTPFields()
+    /// The field lines of the current head, without line endings, each followed by LF (a line
+    /// from libcurl never holds one: it splits at LF).
+    private(set) var fieldLines: [UInt8] = []
     /// True once the blank line after the current head arrived.
     private(set) var isComplete = false
+
+    /// The fields of the current head, in order; lines that are not valid fields are skipped.
+    /// Parsed anew at each read.
+    var fields: HTTPFields { Self.parseFields(fieldLines) }
 
     /// Feeds one line, with or without its trailing CRLF.
     mutating func consume(_ line: UnsafeRawBufferPointer) {
@@ -23,7 +33,7 @@ struct ResponseHeadParser {
             if let (version, status) = Self.parseStatusLine(bytes) {
                 self.version = version
                 self.status = status
-                self.fields = HTTPFields()
+                self.fieldLines.removeAll(keepingCapacity: true)
                 self.isComplete = false
             }
             return
@@ -34,14 +44,38 @@ struct ResponseHeadParser {
         }
         // Trailers after a complete head, and field lines before any status line, are ignored.
         guard status != nil, !isComplete else { return }
-        guard let field = Self.parseFieldLine(bytes) else { return }
-        if fields.isEmpty { fields.reserveCapacity(Self.expectedFieldCount) }
-        fields.append(field)
+        if fieldLines.isEmpty { fieldLines.reserveCapacity(Self.expectedFieldBytes) }
+        fieldLines.append(contentsOf: bytes)
+        fieldLines.append(Self.lineEnd)
     }
 
-    /// Room made for the fields of a head at its first field: enough for most servers' heads, so
-    /// that one allocation holds them.
+    /// Room made for the field lines of a head at its first line: enough for most servers'
+    /// heads, so that one allocation holds them.
+    private static let expectedFieldBytes = 512
+    private static let lineEnd = UInt8(ascii: "\n")
+
+    /// Room made for the fields of a head: enough for most servers' heads, so that one
+    /// allocation holds them.
     private static let expectedFieldCount = 16
+
+    /// Parses field lines as kept in ``fieldLines``.
+    static func parseFields(_ lines: [UInt8]) -> HTTPFields {
+        var fields = HTTPFields()
+        guard !lines.isEmpty else { return fields }
+        fields.reserveCapacity(expectedFieldCount)
+        lines.withUnsafeBytes { bytes in
+            var start = 0
+            while start < bytes.count {
+                var end = start
+                while bytes[end] != lineEnd { end += 1 }  // every line ends in LF
+                if let field = parseFieldLine(UnsafeRawBufferPointer(rebasing: bytes[start..<end])) {
+                    fields.append(field)
+                }
+                start = end + 1
+            }
+        }
+        return fields
+    }
 
     /// The length of `HTTP/`, where the version of a status line starts.
     private static let httpPrefixLength = 5
