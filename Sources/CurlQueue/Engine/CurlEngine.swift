@@ -166,7 +166,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
             guard let easy = transfer.easy else { return }  // finished, or will see the flag
             curl_multi_remove_handle(multi, easy)
             transfer.abandon()
-            release(transfer)
+            release(transfer, keepingOptions: false)
             transfer.finish(.failure(.cancelled))
         case .resume(let transfer):
             guard let easy = transfer.easy else { return }  // finished or cancelled meanwhile
@@ -178,11 +178,11 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     private func start(_ transfer: Transfer) {
         let handle = idleHandles.popLast() ?? EasyHandle()
         do {
-            try transfer.configure(handle.easy, errorBuffer: handle.errorBuffer)
+            try transfer.configure(handle)
         } catch {
             transfer.easy = nil
             transfer.releaseCurlResources()
-            recycle(handle)
+            recycle(handle, keepingOptions: false)
             transfer.finish(.failure(error))
             return
         }
@@ -193,7 +193,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         let status = curl_multi_add_handle(multi, handle.easy)
         if status != CURLM_OK {
             let message = String(cString: curl_multi_strerror(status))
-            release(transfer)
+            release(transfer, keepingOptions: false)
             transfer.finish(.failure(.transport(TransportFailure(code: CurlCode(rawValue: 2), message: message))))
             return
         }
@@ -210,7 +210,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
             let transfer = Unmanaged<Transfer>.fromOpaque(pointer).takeUnretainedValue()
             curl_multi_remove_handle(multi, easy)
             let completion = transfer.complete(code: code, errorBuffer: transfer.handle!.errorBuffer)
-            release(transfer)
+            release(transfer, keepingOptions: code == CURLE_OK)
             switch completion {
             case .finished(let outcome):
                 transfer.finish(outcome)
@@ -222,19 +222,21 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     }
 
     /// Detaches the transfer from its easy handle, returns the handle to the pool, and drops
-    /// the multi handle's reference to the transfer.
-    private func release(_ transfer: Transfer) {
+    /// the multi handle's reference to the transfer. The handle keeps its options only after
+    /// a transfer that libcurl completed without error (`keepingOptions`); a cancelled or
+    /// failed one is reset.
+    private func release(_ transfer: Transfer, keepingOptions: Bool) {
         guard let handle = transfer.handle else { return }
         transfer.handle = nil
         transfer.releaseCurlResources()
-        recycle(handle)
+        recycle(handle, keepingOptions: keepingOptions)
         activeCount -= 1
         Unmanaged.passUnretained(transfer).release()
     }
 
-    private func recycle(_ handle: EasyHandle) {
+    private func recycle(_ handle: EasyHandle, keepingOptions: Bool) {
         if idleHandles.count < maxIdleHandles {
-            handle.reset()
+            handle.recycle(keepingOptions: keepingOptions)
             idleHandles.append(handle)
         }
     }

@@ -5,7 +5,11 @@ import HTTPTypes
 extension Transfer {
     /// Sets every option of `easy` for this attempt, on the engine thread. Throws for a
     /// request that cannot be sent; nothing is sent then.
-    func configure(_ easy: UnsafeMutableRawPointer, errorBuffer: UnsafeMutablePointer<CChar>) throws(RequestError) {
+    ///
+    /// A handle whose last transfer had the same ``ReusableOptions`` and ended well gets only
+    /// the URL and this transfer's pointers: every other option already has the value it
+    /// would be given (see ``CurlEngine`` for when a handle is reset instead).
+    func configure(_ handle: EasyHandle) throws(RequestError) {
         if let problem = request.problems.first { throw .invalidRequest(problem) }
         let rawScheme = request.url.scheme ?? ""
         let scheme = rawScheme.lowercased()
@@ -17,6 +21,7 @@ extension Transfer {
         if let destination = request.destination, bodyStream == nil {
             file = try DestinationFile(destination: destination, resume: (request.resume || attempt > 1) && !rangeRefused)
         }
+        let easy = handle.easy
         self.easy = easy
 
         let this = Unmanaged.passUnretained(self).toOpaque()
@@ -24,12 +29,21 @@ extension Transfer {
         func set(_ option: CURLoption, _ value: Int) { if status == CURLE_OK { status = ccurl_easy_setopt_long(easy, option, value) } }
         func set(_ option: CURLoption, _ value: String) { if status == CURLE_OK { status = ccurl_easy_setopt_string(easy, option, value) } }
 
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
-        errorBuffer[0] = 0
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, this)
+        handle.errorBuffer[0] = 0
         urlString = request.url.absoluteString
-        set(CURLOPT_URL, urlString)
         let protocols = Self.protocolList(request.allowedSchemes)
+        let reusable = reusableOptions(scheme: scheme, protocols: protocols)
+        if let reusable, handle.configuration == reusable {
+            set(CURLOPT_URL, urlString)
+            setTransferPointers(easy, this)
+            if status != CURLE_OK {
+                throw .invalidRequest("libcurl refused an option: \(String(cString: curl_easy_strerror(status)))")
+            }
+            return
+        }
+        handle.prepareForNewConfiguration()
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, handle.errorBuffer)
+        set(CURLOPT_URL, urlString)
         set(CURLOPT_PROTOCOLS_STR, protocols)
         set(CURLOPT_REDIR_PROTOCOLS_STR, protocols)
         set(CURLOPT_NOSIGNAL, 1)
@@ -84,18 +98,39 @@ extension Transfer {
         if let file, file.resumeOffset > 0 { set(CURLOPT_RANGE, "\(file.resumeOffset)-") }
 
         _ = ccurl_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, transferWriteCallback)
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, this)
         _ = ccurl_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, transferHeaderCallback)
-        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, this)
         if wantsProgress {
             _ = ccurl_easy_setopt_xferinfo_callback(easy, transferProgressCallback)
-            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_XFERINFODATA, this)
             set(CURLOPT_NOPROGRESS, 0)
         }
+        setTransferPointers(easy, this)
 
         if status != CURLE_OK {
             throw .invalidRequest("libcurl refused an option: \(String(cString: curl_easy_strerror(status)))")
         }
+        handle.configuration = reusable
+    }
+
+    /// The options that point at this transfer: the engine's way back to it, and the
+    /// callbacks' userdata.
+    private func setTransferPointers(_ easy: UnsafeMutableRawPointer, _ this: UnsafeMutableRawPointer) {
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, this)
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, this)
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, this)
+        if wantsProgress { _ = ccurl_easy_setopt_pointer(easy, CURLOPT_XFERINFODATA, this) }
+    }
+
+    /// Everything but the URL and the transfer's pointers that decides the options
+    /// ``configure(_:)`` sets, for a transfer whose options hold nothing of its own: no body,
+    /// no header fields, no Range. Nil for the others, whose handle is reset after them.
+    private func reusableOptions(scheme: String, protocols: String) -> ReusableOptions? {
+        guard request.body == nil, request.headerFields.isEmpty, file.map({ $0.resumeOffset == 0 }) ?? true else { return nil }
+        let method = request.method
+        if method == .post || method == .put || method == .patch { return nil }  // these send an empty body
+        return ReusableOptions(
+            method: method, https: scheme == "https", protocols: protocols, redirectPolicy: request.redirectPolicy,
+            timeouts: request.timeouts, maxResponseBodySize: request.maxResponseBodySize, tls: request.tls,
+            wantsProgress: wantsProgress)
     }
 
     /// Returns whether a request body is sent.
