@@ -13,7 +13,7 @@ import Testing
     func scheduler(limit: Int, perHost: Int = 0, lifo: Bool = false, suspended: Bool = false) -> Scheduler {
         var scheduler = Scheduler()
         scheduler.maxConcurrent = limit
-        scheduler.maxPerHost = perHost
+        scheduler.setMaxPerHost(perHost)
         scheduler.lifo = lifo
         scheduler.isSuspended = suspended
         return scheduler
@@ -207,9 +207,9 @@ import Testing
         var scheduler = scheduler(limit: 0, perHost: 1)
         for id in 0..<4 { scheduler.add(id, priority: Self.normal, host: "a") }
         #expect(scheduler.nextToStart() == [0])
-        scheduler.maxPerHost = 3
+        scheduler.setMaxPerHost(3)
         #expect(scheduler.nextToStart() == [1, 2])
-        scheduler.maxPerHost = 0
+        scheduler.setMaxPerHost(0)
         #expect(scheduler.nextToStart() == [3])
     }
 
@@ -272,6 +272,104 @@ import Testing
         scheduler.remove(1)
         scheduler.remove(3)
         #expect(scheduler.count == 0)
+    }
+
+    @Test func withNoPerHostLimitNoHostIsAskedFor() {
+        var scheduler = scheduler(limit: 2)
+        for id in 0..<4 { scheduler.add(id, priority: Self.normal) }
+        var asked: [Int] = []
+        let host = { (id: Int) -> String in
+            asked.append(id)
+            return "a"
+        }
+        #expect(scheduler.nextToStart(hostOf: host) == [0, 1])
+        scheduler.remove(1)
+        #expect(scheduler.nextToStart(hostOf: host) == [2])
+        #expect(asked == [])
+    }
+
+    @Test func aPerHostLimitSetWhileItemsWithoutHostsRunCountsThem() {
+        var scheduler = scheduler(limit: 0)
+        for id in 0..<4 { scheduler.add(id, priority: Self.normal) }
+        var asked: [Int] = []
+        let host = { (id: Int) -> String in
+            asked.append(id)
+            return id == 3 || id == 5 ? "b" : "a"
+        }
+        #expect(scheduler.nextToStart(hostOf: host) == [0, 1, 2, 3])
+        #expect(asked == [])
+        scheduler.setMaxPerHost(2, hostOf: host)  // a runs 0, 1 and 2; b runs 3
+        #expect(asked.sorted() == [0, 1, 2, 3])
+        scheduler.add(4, priority: Self.normal)  // a
+        scheduler.add(5, priority: Self.normal)  // b
+        #expect(scheduler.nextToStart(hostOf: host) == [5])  // 4 parked: a is over its limit
+        scheduler.remove(0)
+        #expect(scheduler.nextToStart(hostOf: host) == [])  // a still runs two
+        scheduler.remove(1)
+        #expect(scheduler.nextToStart(hostOf: host) == [4])
+        #expect(asked.sorted() == [0, 1, 2, 3, 4, 5])
+        for id in [2, 3, 4, 5] { #expect(scheduler.remove(id) == true) }
+        #expect(scheduler.count == 0)
+        #expect(scheduler.runningCount == 0)
+    }
+
+    @Test func aPerHostLimitRemovedAndSetAgainCountsEveryRunningItemOnce() {
+        var scheduler = scheduler(limit: 0, perHost: 1)
+        var asked: [Int] = []
+        let host = { (id: Int) -> String in
+            asked.append(id)
+            return id == 4 ? "b" : "a"
+        }
+        scheduler.add(0, priority: Self.normal)
+        scheduler.add(1, priority: Self.normal)
+        #expect(scheduler.nextToStart(hostOf: host) == [0])  // 1 parked
+        #expect(asked == [0, 1])
+        scheduler.setMaxPerHost(0, hostOf: host)
+        #expect(scheduler.nextToStart(hostOf: host) == [1])
+        scheduler.add(2, priority: Self.normal)
+        #expect(scheduler.nextToStart(hostOf: host) == [2])
+        #expect(asked == [0, 1])  // 2 started without its host
+        scheduler.setMaxPerHost(1, hostOf: host)  // a runs 0, 1 and 2
+        #expect(asked == [0, 1, 2])  // only 2 had no host yet
+        scheduler.add(3, priority: Self.normal)  // a
+        scheduler.add(4, priority: Self.normal)  // b
+        #expect(scheduler.nextToStart(hostOf: host) == [4])
+        scheduler.remove(0)
+        scheduler.remove(1)
+        #expect(scheduler.nextToStart(hostOf: host) == [])  // a still runs 2
+        scheduler.remove(2)
+        #expect(scheduler.nextToStart(hostOf: host) == [3])
+        // Off and on again with every running item holding its host: nothing is asked for.
+        scheduler.setMaxPerHost(0, hostOf: host)
+        scheduler.setMaxPerHost(1, hostOf: host)
+        #expect(asked == [0, 1, 2, 3, 4])
+        scheduler.add(5, priority: Self.normal)  // a
+        #expect(scheduler.nextToStart(hostOf: host) == [])
+        scheduler.remove(3)
+        #expect(scheduler.nextToStart(hostOf: host) == [5])
+    }
+
+    @Test func removingRunningItemsStartedWithNoPerHostLimitFreesTheirSlots() {
+        var scheduler = scheduler(limit: 2)
+        for id in 0..<5 { scheduler.add(id, priority: Self.normal) }
+        let noHost = { (id: Int) -> String in
+            Issue.record("asked for the host of \(id) with no per-host limit")
+            return "a"
+        }
+        #expect(scheduler.nextToStart(hostOf: noHost) == [0, 1])
+        #expect(scheduler.remove(0) == true)
+        #expect(scheduler.nextToStart(hostOf: noHost) == [2])
+        #expect(scheduler.remove(1) == true)
+        #expect(scheduler.remove(2) == true)
+        #expect(scheduler.runningCount == 0)
+        // A limit set now has no running item to count: the next two start on one host.
+        scheduler.setMaxPerHost(2, hostOf: noHost)
+        #expect(scheduler.nextToStart(hostOf: { _ in "a" }) == [3, 4])
+        scheduler.setMaxPerHost(0, hostOf: noHost)
+        #expect(scheduler.remove(3) == true)
+        #expect(scheduler.remove(4) == true)
+        #expect(scheduler.count == 0)
+        #expect(scheduler.runningCount == 0)
     }
 
     @Test func orderedIDsListParkedItemsInTheirStartOrder() {

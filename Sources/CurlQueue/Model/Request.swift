@@ -129,6 +129,30 @@ public struct Request: Hashable, Sendable {
 }
 
 extension Request {
+    /// Hashes the parts of the request that tell requests apart in practice: the URL, the
+    /// method, the destination, the body and the number of header fields.
+    ///
+    /// `==` stays synthesized and compares every stored property; this hashes only values
+    /// that equal requests share (equal header fields are as many), so equal requests hash
+    /// alike. ``RequestQueue`` hashes every request it is given, for duplicate detection, and
+    /// tells requests of one hash value apart with `==`. The synthesized hash cost about
+    /// 3,400 instructions per request, more than the queue's own bookkeeping: it hashed the
+    /// timeouts, the TLS options and the allowed-schemes set, and `HTTPFields`' hash builds a
+    /// dictionary of the fields by name (hashing each field costs about 1,100 more).
+    ///
+    /// Requests that differ only in the values of their header fields or in the options
+    /// share a hash value: a queue holding many of them at once compares each one added
+    /// with all of them.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        hasher.combine(method)
+        hasher.combine(destination)
+        hasher.combine(body)
+        hasher.combine(headerFields.count)
+    }
+}
+
+extension Request {
     /// Limits on the duration of a transfer. `nil` means no limit.
     public struct Timeouts: Hashable, Sendable {
         /// Time allowed to resolve the name and connect (including TLS).

@@ -10,9 +10,12 @@ extension RequestQueue {
     /// Cancelled pending items are dropped lazily when they reach the top.
     ///
     /// A queue may hold 100,000 pending items, so each costs little: one small record keyed by
-    /// its ID (its order key and phase) and one heap entry. An item's host is needed only once
-    /// it starts or is parked; items added without one get it from `hostOf` at that moment,
-    /// and only running and parked items keep it.
+    /// its ID (its order key and phase) and one heap entry. An item's host is needed only
+    /// while there is a per-host limit, once it starts or is parked; items added without one
+    /// get it from `hostOf` at that moment, and only running and parked items keep it. With no
+    /// per-host limit (`maxPerHost == 0`, the default) items start without one; when a limit
+    /// is set, ``setMaxPerHost(_:hostOf:)`` asks for the hosts of the running items that have
+    /// none, so the limit counts them too.
     struct Scheduler<ID: Hashable> {
         struct Entry: Comparable {
             var priority: Int
@@ -48,9 +51,8 @@ extension RequestQueue {
         }
 
         var maxConcurrent = 2
-        var maxPerHost = 0 {
-            didSet { unparkAll() }
-        }
+        /// The most running items per host; 0 means no limit. Set with ``setMaxPerHost(_:hostOf:)``.
+        private(set) var maxPerHost = 0
         var isSuspended = false
         var lifo = false
 
@@ -59,6 +61,8 @@ extension RequestQueue {
         private var hosts: [ID: String] = [:]
         private var ready = Heap<Entry>()
         private var parked: [String: Heap<Entry>] = [:]
+        /// How many running items with a host (`hasHost`) each host has. While `maxPerHost` is
+        /// 0, items start without a host and are not counted here.
         private var runningPerHost: [String: Int] = [:]
         private(set) var runningCount = 0
         private(set) var pendingCount = 0
@@ -117,7 +121,7 @@ extension RequestQueue {
             let ids = orderedIDs()
             var fresh = Scheduler()
             fresh.maxConcurrent = maxConcurrent
-            fresh.maxPerHost = maxPerHost
+            fresh.maxPerHost = maxPerHost  // nothing runs: no host to ask for
             fresh.isSuspended = isSuspended
             fresh.lifo = lifo
             fresh.sequence = sequence
@@ -132,22 +136,23 @@ extension RequestQueue {
         }
 
         /// Picks the items that may start now, marks them running, and returns them in order.
-        /// `hostOf` gives the host of an item added without one, once, when it starts or parks.
+        /// While there is a per-host limit, `hostOf` gives the host of an item added without
+        /// one, once, when it starts or parks; with none, it is not called.
         mutating func nextToStart(hostOf: (ID) -> String) -> [ID] {
             var started: [ID] = []
             while !isSuspended, maxConcurrent == 0 || runningCount < maxConcurrent, let entry = ready.popMin() {
                 guard let index = items.index(forKey: entry.id) else { continue }  // cancelled while pending
                 let item = items.values[index]
                 guard !item.isRunning, item.order == entry.key else { continue }  // stale: the ID was added again
-                let host: String
+                var host: String?
                 if item.hasHost {
                     host = hosts[entry.id]!
-                } else {
+                } else if maxPerHost > 0 {
                     host = hostOf(entry.id)
                     items.values[index].hasHost = true
                     hosts[entry.id] = host
                 }
-                if maxPerHost > 0, runningPerHost[host, default: 0] >= maxPerHost {
+                if let host, maxPerHost > 0, runningPerHost[host, default: 0] >= maxPerHost {
                     parked[host, default: Heap()].insert(entry)
                     continue
                 }
@@ -155,10 +160,33 @@ extension RequestQueue {
                 items.values[index].start(order: sequence)
                 pendingCount -= 1
                 runningCount += 1
-                runningPerHost[host, default: 0] += 1
+                if let host { runningPerHost[host, default: 0] += 1 }
                 started.append(entry.id)
             }
             return started
+        }
+
+        /// Sets the per-host limit, for items all added with their hosts.
+        mutating func setMaxPerHost(_ limit: Int) {
+            setMaxPerHost(limit, hostOf: { _ in preconditionFailure("an item was added without its host") })
+        }
+
+        /// Sets the per-host limit; 0 means none. Parked items go back to wait for a slot.
+        /// When a limit is set where there was none, `hostOf` gives the host of each running
+        /// item that started without one, so the limit counts every running item.
+        mutating func setMaxPerHost(_ limit: Int, hostOf: (ID) -> String) {
+            let wasUnlimited = maxPerHost == 0
+            maxPerHost = max(0, limit)
+            if wasUnlimited, maxPerHost > 0, runningCount > 0 {
+                let hostless = items.compactMap { $0.value.isRunning && !$0.value.hasHost ? $0.key : nil }
+                for id in hostless {
+                    let host = hostOf(id)
+                    items[id]!.hasHost = true
+                    hosts[id] = host
+                    runningPerHost[host, default: 0] += 1
+                }
+            }
+            unparkAll()
         }
 
         /// Running items in the order they started, then pending ones in the order they would start.

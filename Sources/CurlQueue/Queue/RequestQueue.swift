@@ -57,14 +57,24 @@ public final class RequestQueue: Sendable {
             scheduler.orderedIDs().compactMap { members[$0]?.operation }
         }
 
-        /// Picks the operations that may start now and marks them running. An operation's
-        /// origin is worked out here, once, when it first starts or waits for its host.
+        /// Picks the operations that may start now and marks them running. While there is a
+        /// per-host limit, an operation's origin is worked out here, once, when it first
+        /// starts or waits for its host.
         mutating func nextToStart() -> [RequestOperation] {
             let members = self.members
-            let ids = scheduler.nextToStart { id in
-                members[id].map { RequestQueue.origin(of: $0.operation.request.url) } ?? ""
-            }
+            let ids = scheduler.nextToStart(hostOf: { Self.origin(of: $0, in: members) })
             return ids.compactMap { members[$0]?.operation }
+        }
+
+        /// Sets the per-host limit. Setting one where there was none works out the origins of
+        /// the running operations, which started without them.
+        mutating func setMaxPerHost(_ limit: Int) {
+            let members = self.members
+            scheduler.setMaxPerHost(limit, hostOf: { Self.origin(of: $0, in: members) })
+        }
+
+        private static func origin(of id: ObjectIdentifier, in members: [ObjectIdentifier: Member]) -> String {
+            members[id].map { RequestQueue.origin(of: $0.operation.request.url) } ?? ""
         }
     }
 
@@ -109,7 +119,7 @@ public final class RequestQueue: Sendable {
     /// default, means no limit.
     public var maxConcurrentRequestsPerHost: Int {
         get { state.withLock { $0.scheduler.maxPerHost } }
-        set { update { $0.scheduler.maxPerHost = max(0, newValue) } }
+        set { update { $0.setMaxPerHost(newValue) } }
     }
 
     /// Where operations added from now on join the queue. Defaults to `.firstInFirstOut`.

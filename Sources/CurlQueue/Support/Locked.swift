@@ -9,26 +9,38 @@ import Musl
 /// `Synchronization.Mutex` locks with raw futex calls on Linux, which ThreadSanitizer cannot
 /// see, so every access under it is reported as a race; a pthread mutex is understood by the
 /// sanitizers, and CurlQueue runs its suite under ThreadSanitizer.
-final class Locked<Value>: @unchecked Sendable {  // safe: `value` is only touched with `mutex` held
-    private var value: Value
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init(_ value: Value) {
-        self.value = value
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
+///
+/// The value and the mutex live in one heap object (a `ManagedBuffer` whose header is the
+/// value and whose one element is the mutex), so a lock costs one allocation, not two: every
+/// ``RequestOperation`` has one. The mutex stays at one address for the object's lifetime,
+/// as a pthread mutex must. `Locked` is a struct holding that one reference, so copies of it
+/// share the value and the mutex, as references to a class would.
+struct Locked<Value>: @unchecked Sendable {  // safe: the value is only touched with the mutex held, and `storage` never escapes
+    private final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
+        deinit {
+            withUnsafeMutablePointerToElements { mutex in
+                pthread_mutex_destroy(mutex)
+                mutex.deinitialize(count: 1)
+            }
+        }
     }
 
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+    private let storage: Storage
+
+    init(_ value: Value) {
+        storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in value }, to: Storage.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+        }
     }
 
     /// Runs `body` with the lock held. `body` must not call user code or block.
     func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        try storage.withUnsafeMutablePointers { value, mutex throws(E) in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
     }
 }
