@@ -1,4 +1,5 @@
 import CCurl
+import Dispatch
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -39,6 +40,9 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     private var localCommands: [Command] = []
     /// Work to run once this turn's transfers are on the wire (see ``afterThisTurn(_:)``).
     private var deferred: [() -> Void] = []
+    /// Handlers to hand to their queues once this turn's transfers are on the wire (see
+    /// ``afterThisTurn(on:_:)``).
+    private var deferredCallbacks: [(queue: DispatchQueue, batched: Bool, work: @Sendable () -> Void)] = []
     private let maxIdleHandles = 256
 
     private static let globalInit: Void = {
@@ -146,11 +150,39 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         deferred.append(work)
     }
 
+    /// Runs `work` on `queue` after this turn, like ``afterThisTurn(_:)``. With `batched`
+    /// (for a serial queue), the batched work of one turn for one queue goes to it as one
+    /// block, in the order given: one wakeup of the queue for all the operations that
+    /// finished in the turn. Work that is not batched gets a block of its own, so that a
+    /// concurrent queue may run it alongside. Engine thread only.
+    func afterThisTurn(on queue: DispatchQueue, batched: Bool, _ work: @escaping @Sendable () -> Void) {
+        deferredCallbacks.append((queue, batched, work))
+    }
+
     private func runDeferred() {
-        while !deferred.isEmpty {
+        while !deferred.isEmpty || !deferredCallbacks.isEmpty {
             let work = deferred
             deferred.removeAll(keepingCapacity: true)
             for item in work { item() }
+            dispatchDeferredCallbacks()
+        }
+    }
+
+    private func dispatchDeferredCallbacks() {
+        guard !deferredCallbacks.isEmpty else { return }
+        let callbacks = deferredCallbacks
+        deferredCallbacks.removeAll(keepingCapacity: true)
+        var batchedQueues: [DispatchQueue] = []
+        for callback in callbacks {
+            guard callback.batched else {
+                callback.queue.async(execute: callback.work)
+                continue
+            }
+            if !batchedQueues.contains(where: { $0 === callback.queue }) { batchedQueues.append(callback.queue) }
+        }
+        for queue in batchedQueues {
+            let work = callbacks.count == 1 ? [callbacks[0].work] : callbacks.filter { $0.batched && $0.queue === queue }.map(\.work)
+            queue.async { for item in work { item() } }
         }
     }
 

@@ -60,6 +60,10 @@ public struct Request: Hashable, Sendable {
     public var tls: TLSOptions
     /// The URL schemes this request may use, also after a redirect. Defaults to http and https.
     public var allowedSchemes: Set<String>
+
+    /// `["http", "https"]`, the default of ``allowedSchemes``: one set shared by every request
+    /// (a set literal per request would allocate and hash both names each time).
+    @usableFromInline static let webSchemes: Set<String> = ["http", "https"]
     /// The most body bytes a response may bring (the whole resource, for a resumed download),
     /// or `nil` for no limit. A larger body fails the attempt with a ``RequestError/transport(_:)``
     /// of code ``CurlCode/fileSizeExceeded`` — at once when `Content-Length` announces it,
@@ -85,7 +89,7 @@ public struct Request: Hashable, Sendable {
         destination: URL? = nil,
         resume: Bool = false,
         tls: TLSOptions = TLSOptions(),
-        allowedSchemes: Set<String> = ["http", "https"]
+        allowedSchemes: Set<String> = Request.webSchemes
     ) {
         self.url = url
         self.method = method

@@ -275,7 +275,7 @@ public final class RequestOperation: Sendable {
             }
         }
         let result = streamed
-        let (handler, download, upload, waiters, hooks, queue, last, observer) = state.withLock { state in
+        let (handlers, waiters, hooks, queue, observer) = state.withLock { state in
             state.result = result
             defer {
                 state.observer = nil
@@ -286,37 +286,60 @@ public final class RequestOperation: Sendable {
                 state.finishHook = nil
                 state.moreFinishHooks = []
             }
-            return (state.completionHandler, state.downloadProgressHandler, state.uploadProgressHandler,
-                    state.waiters, (state.finishHook, state.moreFinishHooks), state.callbackQueue, (state.lastDownload, state.lastUpload),
-                    state.observer)
+            let handlers = CompletionHandlers(
+                completion: state.completionHandler, download: state.downloadProgressHandler,
+                upload: state.uploadProgressHandler, lastDownload: state.lastDownload, lastUpload: state.lastUpload)
+            return (handlers, state.waiters, (state.finishHook, state.moreFinishHooks), state.callbackQueue, state.observer)
         }
         hooks.0?(self)
         for hook in hooks.1 { hook(self) }
         observer?(.finished(result))
-        guard !waiters.isEmpty || handler != nil || download != nil || upload != nil else { return }
-        let notify = {
-            for waiter in waiters { waiter.resume(returning: result) }
-            guard handler != nil || download != nil || upload != nil else { return }
-            // The final sizes (a stat of a downloaded file) only for progress handlers.
-            let finalProgress = download == nil && upload == nil
-                ? (download: nil, upload: nil)
-                : Self.finalProgress(result, lastDownload: last.0, lastUpload: last.1)
-            queue.async {
-                if let download, let progress = finalProgress.download { download(progress) }
-                if let upload, let progress = finalProgress.upload { upload(progress) }
-                handler?(result)
-            }
-        }
+        let callsHandlers = !handlers.isEmpty
+        guard !waiters.isEmpty || callsHandlers else { return }
         // On the engine thread the hooks above may have started the queue's next operation:
         // let it go out on the wire before other threads are woken for this one's result.
+        // The engine then hands the handlers of all the operations that finished in the turn
+        // to the default callback queue at once.
         if engine.isOnEngineThread {
-            engine.afterThisTurn(notify)
+            if !waiters.isEmpty {
+                engine.afterThisTurn { for waiter in waiters { waiter.resume(returning: result) } }
+            }
+            if callsHandlers {
+                // The default queue is serial: its handlers may share a block.
+                engine.afterThisTurn(on: queue, batched: queue === Self.defaultCallbackQueue) { handlers.call(with: result) }
+            }
         } else {
-            notify()
+            for waiter in waiters { waiter.resume(returning: result) }
+            if callsHandlers {
+                queue.async { handlers.call(with: result) }
+            }
         }
     }
 
-    private static func finalProgress(
+    /// The handlers of a finished operation, taken out of its state to be called once.
+    private struct CompletionHandlers: Sendable {
+        let completion: (@Sendable (Result<Response, RequestError>) -> Void)?
+        let download: (@Sendable (TransferProgress) -> Void)?
+        let upload: (@Sendable (TransferProgress) -> Void)?
+        let lastDownload: TransferProgress?
+        let lastUpload: TransferProgress?
+
+        var isEmpty: Bool { completion == nil && download == nil && upload == nil }
+
+        /// On the callback queue: the final progress (a successful end's sizes), then the
+        /// completion.
+        func call(with result: Result<Response, RequestError>) {
+            if download != nil || upload != nil {
+                // The final sizes (a stat of a downloaded file) only for progress handlers.
+                let final = RequestOperation.finalProgress(result, lastDownload: lastDownload, lastUpload: lastUpload)
+                if let download, let progress = final.download { download(progress) }
+                if let upload, let progress = final.upload { upload(progress) }
+            }
+            completion?(result)
+        }
+    }
+
+    fileprivate static func finalProgress(
         _ result: Result<Response, RequestError>, lastDownload: TransferProgress?, lastUpload: TransferProgress?
     ) -> (download: TransferProgress?, upload: TransferProgress?) {
         guard case .success(let response) = result else { return (nil, nil) }
