@@ -235,9 +235,8 @@ def client_command(client, w, server, work, out_dir):
     if client in ("cq-handler", "cq-async"):
         mode = "handler" if client == "cq-handler" else "async"
         if w.name == "big-stream":
-            NOTES["cq-stream"] = ("CurlQueue has no discarding sink: without a destination a body is kept in "
-                                  f"memory, so its big-stream cells hold each {BIG_SIZE // MIB} MiB body in memory "
-                                  "(the others discard it as it streams).")
+            NOTES["cq-stream"] = ("CurlQueue's big-stream cells discard each body as it arrives "
+                                  "(`Request.discardsBody`), like the C baseline's counting write callback.")
         return [os.path.join(RELEASE, "cq-bench"), "--mode", mode] + common, None
     if client == "urlsession":
         mode = {"big-stream": "stream", "big-files": "download"}.get(w.name, "data")

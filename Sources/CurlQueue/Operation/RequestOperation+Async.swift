@@ -7,7 +7,7 @@ extension RequestOperation {
     /// - Throws: ``RequestError``, ``RequestError/cancelled`` included.
     public func response() async throws(RequestError) -> Response {
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await withUnsafeContinuation { continuation in
                 if addWaiter(continuation) { try? start() }
             }
         } onCancel: {
