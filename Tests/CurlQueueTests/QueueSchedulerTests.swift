@@ -4,7 +4,7 @@ import Testing
 
 /// The queue's ordering and limits, driven by hand: no I/O, no threads, no timing.
 @Suite struct QueueSchedulerTests {
-    typealias Scheduler = RequestQueue.Scheduler<Int>
+    typealias Scheduler = RequestQueue.Scheduler<Int, Void>
 
     static let low = RequestOperation.Priority.low.rawValue
     static let normal = RequestOperation.Priority.normal.rawValue
