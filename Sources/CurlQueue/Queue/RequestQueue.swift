@@ -64,7 +64,7 @@ public final class RequestQueue: Sendable {
     }
 
     struct State {
-        var scheduler = Scheduler<ObjectIdentifier, Member>()
+        var scheduler = Scheduler<OperationKey, Member>()
         var sameRequest = DuplicateIndex()
         var allowDuplicateRequests = false
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -75,7 +75,7 @@ public final class RequestQueue: Sendable {
         /// and that slot must not start one of the others on its way out.
         func pendingFirst(_ operations: [RequestOperation]) -> [RequestOperation] {
             guard !operations.isEmpty else { return [] }
-            func isRunning(_ operation: RequestOperation) -> Bool { scheduler.isRunning(ObjectIdentifier(operation)) }
+            func isRunning(_ operation: RequestOperation) -> Bool { scheduler.isRunning(OperationKey(operation)) }
             return operations.filter { !isRunning($0) } + operations.filter(isRunning)
         }
 
@@ -100,7 +100,7 @@ public final class RequestQueue: Sendable {
             scheduler.setMaxPerHost(limit, hostOf: Self.origin)
         }
 
-        private static func origin(of _: ObjectIdentifier, _ member: Member) -> String {
+        private static func origin(of _: OperationKey, _ member: Member) -> String {
             RequestQueue.origin(of: member.operation.request.url)
         }
     }
@@ -196,7 +196,7 @@ public final class RequestQueue: Sendable {
         } catch {
             throw .alreadyStarted
         }
-        let id = ObjectIdentifier(operation)
+        let id = OperationKey(operation)
         // The request is hashed once, here, out of the lock.
         let requestHash = operation.request.hashValue
         let (duplicates, toStart, subscribers) = state.withLock { state in
@@ -260,7 +260,7 @@ public final class RequestQueue: Sendable {
     /// Called once an operation's outcome is decided, on the thread that decided it (often
     /// the engine thread, so the next operation starts there without a hop).
     private func operationFinished(_ operation: RequestOperation) {
-        let id = ObjectIdentifier(operation)
+        let id = OperationKey(operation)
         let (toStart, waiters) = state.withLock { state -> (ToStart, [CheckedContinuation<Void, Never>]) in
             guard let member = state.scheduler.take(id)?.payload else { return (ToStart(), []) }
             state.sameRequest.remove(operation, hash: member.requestHash)
