@@ -77,6 +77,19 @@ import Testing
         #expect(runOneByOne(&scheduler) == [4, 2, 5, 1, 3, 0])
     }
 
+    @Test func switchingTheModeMidBacklogKeepsPriorityFirstThenEachItemsPlace() {
+        var scheduler = scheduler(limit: 1, suspended: true)
+        // 0, 1, 2 join at the back; in last-in-first-out mode 3, 4, 5 join at the front.
+        for (id, priority) in [(0, Self.normal), (1, Self.low), (2, Self.high)] { scheduler.add(id, priority: priority, host: "a") }
+        scheduler.lifo = true
+        for (id, priority) in [(3, Self.normal), (4, Self.low), (5, Self.high)] { scheduler.add(id, priority: priority, host: "a") }
+        scheduler.lifo = false
+        scheduler.add(6, priority: Self.normal, host: "a")
+        #expect(scheduler.orderedIDs() == [5, 2, 3, 0, 6, 4, 1])
+        scheduler.isSuspended = false
+        #expect(runOneByOne(&scheduler) == [5, 2, 3, 0, 6, 4, 1])
+    }
+
     @Test func aHighPriorityItemAddedLaterOvertakesTheBacklogButNotTheRunningOnes() {
         var scheduler = scheduler(limit: 2)
         for id in 1...4 { scheduler.add(id, priority: Self.normal, host: "a") }

@@ -20,17 +20,29 @@ extension RequestQueue {
     /// is set, ``setMaxPerHost(_:hostOf:)`` asks for the hosts of the running items that have
     /// none, so the limit counts them too.
     struct Scheduler<ID: Hashable, Payload> {
+        /// A pending item's place in a heap: priority, then order key, packed in one word so
+        /// that the heap compares entries with one comparison and holds two words per entry.
         struct Entry: Comparable {
-            var priority: Int
-            var key: Int64
+            /// The priorities an entry can hold, `RequestOperation.Priority`'s raw values among them.
+            static var priorities: ClosedRange<Int> { 0...7 }
+            /// Order keys are sequence numbers, negated for last-in-first-out: far inside ±2⁶⁰.
+            private static var keyBias: Int64 { 1 << 60 }
+            private static var keyMask: UInt64 { 1 << 61 - 1 }
+
+            /// `(7 - priority) << 61 | (key + 2⁶⁰)`: smaller is first.
+            private var rank: UInt64
             var id: ID
 
-            static func < (lhs: Entry, rhs: Entry) -> Bool {
-                if lhs.priority != rhs.priority { return lhs.priority > rhs.priority }
-                return lhs.key < rhs.key
+            init(priority: Int, key: Int64, id: ID) {
+                precondition(Self.priorities.contains(priority), "a priority out of range")
+                rank = UInt64(Self.priorities.upperBound - priority) << 61 | UInt64(key + Self.keyBias)
+                self.id = id
             }
 
-            static func == (lhs: Entry, rhs: Entry) -> Bool { lhs.priority == rhs.priority && lhs.key == rhs.key }
+            var key: Int64 { Int64(rank & Self.keyMask) - Self.keyBias }
+
+            static func < (lhs: Entry, rhs: Entry) -> Bool { lhs.rank < rhs.rank }
+            static func == (lhs: Entry, rhs: Entry) -> Bool { lhs.rank == rhs.rank }
         }
 
         /// What the scheduler keeps of an item: one word, and the caller's payload. A pending
