@@ -114,8 +114,10 @@ public final class RequestQueue: Sendable {
     /// thunk per operation.
     private let finishHook: @Sendable (RequestOperation) -> Void
 
-    /// How `finishHook` reaches the queue without keeping it alive.
-    private struct WeakReference {
+    /// How `finishHook` reaches the queue without keeping it alive. `queue` is set once, in
+    /// `init`, before any operation can hold the hook, and only read after that: a weak
+    /// load is atomic, so the hook reads it without a lock.
+    private final class WeakReference: @unchecked Sendable {
         weak var queue: RequestQueue?
     }
 
@@ -128,9 +130,9 @@ public final class RequestQueue: Sendable {
         state.scheduler.maxConcurrent = max(0, maxConcurrentRequestCount)
         state.scheduler.lifo = queueMode == .lastInFirstOut
         self.state = Locked(state)
-        let reference = Locked(WeakReference())
-        finishHook = { operation in reference.withLock { $0.queue }?.operationFinished(operation) }
-        reference.withLock { $0.queue = self }
+        let reference = WeakReference()
+        finishHook = { operation in reference.queue?.operationFinished(operation) }
+        reference.queue = self
     }
 
     // MARK: Settings
