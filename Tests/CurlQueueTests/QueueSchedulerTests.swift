@@ -4,7 +4,7 @@ import Testing
 
 /// The queue's ordering and limits, driven by hand: no I/O, no threads, no timing.
 @Suite struct QueueSchedulerTests {
-    typealias Scheduler = RequestQueue.Scheduler<Int>
+    typealias Scheduler = RequestQueue.Scheduler<Int, Void>
 
     static let low = RequestOperation.Priority.low.rawValue
     static let normal = RequestOperation.Priority.normal.rawValue
@@ -75,6 +75,19 @@ import Testing
         for (id, priority) in priorities.enumerated() { scheduler.add(id, priority: priority, host: "a") }
         scheduler.isSuspended = false
         #expect(runOneByOne(&scheduler) == [4, 2, 5, 1, 3, 0])
+    }
+
+    @Test func switchingTheModeMidBacklogKeepsPriorityFirstThenEachItemsPlace() {
+        var scheduler = scheduler(limit: 1, suspended: true)
+        // 0, 1, 2 join at the back; in last-in-first-out mode 3, 4, 5 join at the front.
+        for (id, priority) in [(0, Self.normal), (1, Self.low), (2, Self.high)] { scheduler.add(id, priority: priority, host: "a") }
+        scheduler.lifo = true
+        for (id, priority) in [(3, Self.normal), (4, Self.low), (5, Self.high)] { scheduler.add(id, priority: priority, host: "a") }
+        scheduler.lifo = false
+        scheduler.add(6, priority: Self.normal, host: "a")
+        #expect(scheduler.orderedIDs() == [5, 2, 3, 0, 6, 4, 1])
+        scheduler.isSuspended = false
+        #expect(runOneByOne(&scheduler) == [5, 2, 3, 0, 6, 4, 1])
     }
 
     @Test func aHighPriorityItemAddedLaterOvertakesTheBacklogButNotTheRunningOnes() {

@@ -16,26 +16,26 @@ extension RequestQueue {
             case many([RequestOperation])
         }
 
-        private var buckets: [Int: Bucket] = [:]
+        private var buckets: [RequestHash: Bucket] = [:]
 
         /// Files `operation`, whose request hashes to `hash`. With `findingEqual`, returns the
         /// operations filed before it whose requests equal its request, in the order they
         /// were added; otherwise returns nothing.
         mutating func insert(_ operation: RequestOperation, hash: Int, findingEqual: Bool) -> [RequestOperation] {
             var equal: [RequestOperation] = []
-            Self.insert(operation, into: &buckets[hash], findingEqual: findingEqual, equal: &equal)
+            Self.insert(operation, into: &buckets[RequestHash(value: hash)], findingEqual: findingEqual, equal: &equal)
             return equal
         }
 
         /// Removes `operation`, filed under `hash`.
         mutating func remove(_ operation: RequestOperation, hash: Int) {
-            Self.remove(operation, from: &buckets[hash])
+            Self.remove(operation, from: &buckets[RequestHash(value: hash)])
         }
 
         /// The operations whose requests equal `request`, which hashes to `hash`, in the order
         /// they were added.
         func operations(equalTo request: Request, hash: Int) -> [RequestOperation] {
-            switch buckets[hash] {
+            switch buckets[RequestHash(value: hash)] {
             case nil:
                 return []
             case .one(let operation):

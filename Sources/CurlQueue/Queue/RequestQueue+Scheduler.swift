@@ -3,41 +3,61 @@ import HeapModule
 extension RequestQueue {
     /// The queue's ordering and limits, as a value with no I/O and no locks in it.
     ///
-    /// Items are identified by `ID`. Pending items wait in a heap ordered by priority, then by
+    /// Items are identified by `ID` and carry a `Payload`, which the scheduler keeps for its
+    /// caller and hands back when an item starts, is listed or leaves: the queue keeps each
+    /// operation there, so one dictionary lookup per step finds both the item and its operation.
+    /// Pending items wait in a heap ordered by priority, then by
     /// order key — the add sequence number for first-in-first-out, its negation for
     /// last-in-first-out — so adding, starting and cancelling are O(log n). An item whose host
     /// is at its per-host limit is parked under that host until one of its slots frees.
     /// Cancelled pending items are dropped lazily when they reach the top.
     ///
     /// A queue may hold 100,000 pending items, so each costs little: one small record keyed by
-    /// its ID (its order key and phase) and one heap entry. An item's host is needed only
+    /// its ID (its order key, phase and payload) and one heap entry. An item's host is needed only
     /// while there is a per-host limit, once it starts or is parked; items added without one
     /// get it from `hostOf` at that moment, and only running and parked items keep it. With no
     /// per-host limit (`maxPerHost == 0`, the default) items start without one; when a limit
     /// is set, ``setMaxPerHost(_:hostOf:)`` asks for the hosts of the running items that have
     /// none, so the limit counts them too.
-    struct Scheduler<ID: Hashable> {
+    struct Scheduler<ID: Hashable, Payload> {
+        /// A pending item's place in a heap: priority, then order key, packed in one word so
+        /// that the heap compares entries with one comparison and holds two words per entry.
         struct Entry: Comparable {
-            var priority: Int
-            var key: Int64
+            /// The priorities an entry can hold, `RequestOperation.Priority`'s raw values among them.
+            static var priorities: ClosedRange<Int> { 0...7 }
+            /// Order keys are sequence numbers, negated for last-in-first-out: far inside ±2⁶⁰.
+            private static var keyBias: Int64 { 1 << 60 }
+            private static var keyMask: UInt64 { 1 << 61 - 1 }
+
+            /// `(7 - priority) << 61 | (key + 2⁶⁰)`: smaller is first.
+            private var rank: UInt64
             var id: ID
 
-            static func < (lhs: Entry, rhs: Entry) -> Bool {
-                if lhs.priority != rhs.priority { return lhs.priority > rhs.priority }
-                return lhs.key < rhs.key
+            init(priority: Int, key: Int64, id: ID) {
+                precondition(Self.priorities.contains(priority), "a priority out of range")
+                rank = UInt64(Self.priorities.upperBound - priority) << 61 | UInt64(key + Self.keyBias)
+                self.id = id
             }
 
-            static func == (lhs: Entry, rhs: Entry) -> Bool { lhs.priority == rhs.priority && lhs.key == rhs.key }
+            var key: Int64 { Int64(rank & Self.keyMask) - Self.keyBias }
+
+            static func < (lhs: Entry, rhs: Entry) -> Bool { lhs.rank < rhs.rank }
+            static func == (lhs: Entry, rhs: Entry) -> Bool { lhs.rank == rhs.rank }
         }
 
-        /// What the scheduler keeps of an item, in one word. A pending item's one live heap
-        /// entry (in `ready` or under its host in `parked`) is the one whose key is `order`;
-        /// other entries of its ID are stale. A running item's `order` is its start sequence number.
+        /// What the scheduler keeps of an item: one word, and the caller's payload. A pending
+        /// item's one live heap entry (in `ready` or under its host in `parked`) is the one whose
+        /// key is `order`; other entries of its ID are stale. A running item's `order` is its
+        /// start sequence number.
         private struct Item {
             /// `order << 2 | hasHost << 1 | isRunning`.
             private var bits: Int64
+            var payload: Payload
 
-            init(pendingWithKey key: Int64) { bits = key << 2 }
+            init(pendingWithKey key: Int64, payload: Payload) {
+                bits = key << 2
+                self.payload = payload
+            }
 
             var order: Int64 { bits >> 2 }
             var isRunning: Bool { bits & 1 != 0 }
@@ -74,8 +94,8 @@ extension RequestQueue {
 
         /// Adds a pending item whose host is known. Returns false when `id` is already in the queue.
         @discardableResult
-        mutating func add(_ id: ID, priority: Int, host: String) -> Bool {
-            guard add(id, priority: priority) else { return false }
+        mutating func add(_ id: ID, payload: Payload, priority: Int, host: String) -> Bool {
+            guard add(id, payload: payload, priority: priority) else { return false }
             items[id]!.hasHost = true
             hosts[id] = host
             return true
@@ -84,10 +104,10 @@ extension RequestQueue {
         /// Adds a pending item whose host ``nextToStart(hostOf:)`` asks for when it needs it.
         /// Returns false when `id` is already in the queue.
         @discardableResult
-        mutating func add(_ id: ID, priority: Int) -> Bool {
+        mutating func add(_ id: ID, payload: Payload, priority: Int) -> Bool {
             sequence += 1
             let key = lifo ? -sequence : sequence
-            if let existing = items.updateValue(Item(pendingWithKey: key), forKey: id) {
+            if let existing = items.updateValue(Item(pendingWithKey: key, payload: payload), forKey: id) {
                 items[id] = existing
                 sequence -= 1
                 return false
@@ -100,12 +120,18 @@ extension RequestQueue {
         /// Removes an item, pending or running; returns whether it was running (its slot is free now).
         @discardableResult
         mutating func remove(_ id: ID) -> Bool {
-            guard let item = items.removeValue(forKey: id) else { return false }
+            take(id)?.wasRunning ?? false
+        }
+
+        /// Removes an item, pending or running; returns its payload and whether it was running
+        /// (its slot is free now), or nil when `id` is not in the queue.
+        mutating func take(_ id: ID) -> (payload: Payload, wasRunning: Bool)? {
+            guard let item = items.removeValue(forKey: id) else { return nil }
             let host = item.hasHost ? hosts.removeValue(forKey: id) : nil
             guard item.isRunning else {
                 pendingCount -= 1  // its heap entry is dropped when it surfaces
                 if pendingCount == 0 { ready = Heap(); parked = [:] }
-                return false
+                return (item.payload, false)
             }
             runningCount -= 1
             if let host {
@@ -113,7 +139,7 @@ extension RequestQueue {
                 runningPerHost[host] = left == 0 ? nil : left
                 unpark(host: host)
             }
-            return true
+            return (item.payload, true)
         }
 
         /// Removes everything; returns the IDs that were in the queue, running ones first.
@@ -140,6 +166,14 @@ extension RequestQueue {
         /// one, once, when it starts or parks; with none, it is not called.
         mutating func nextToStart(hostOf: (ID) -> String) -> [ID] {
             var started: [ID] = []
+            startNext(hostOf: { id, _ in hostOf(id) }, each: { id, _ in started.append(id) })
+            return started
+        }
+
+        /// Picks the items that may start now, marks them running, and calls `each` with each
+        /// of them in order. While there is a per-host limit, `hostOf` gives the host of an
+        /// item added without one, once, when it starts or parks; with none, it is not called.
+        mutating func startNext(hostOf: (ID, Payload) -> String, each: (ID, Payload) -> Void) {
             while !isSuspended, maxConcurrent == 0 || runningCount < maxConcurrent, let entry = ready.popMin() {
                 guard let index = items.index(forKey: entry.id) else { continue }  // cancelled while pending
                 let item = items.values[index]
@@ -148,7 +182,7 @@ extension RequestQueue {
                 if item.hasHost {
                     host = hosts[entry.id]!
                 } else if maxPerHost > 0 {
-                    host = hostOf(entry.id)
+                    host = hostOf(entry.id, item.payload)
                     items.values[index].hasHost = true
                     hosts[entry.id] = host
                 }
@@ -161,26 +195,30 @@ extension RequestQueue {
                 pendingCount -= 1
                 runningCount += 1
                 if let host { runningPerHost[host, default: 0] += 1 }
-                started.append(entry.id)
+                each(entry.id, item.payload)
             }
-            return started
         }
 
         /// Sets the per-host limit, for items all added with their hosts.
         mutating func setMaxPerHost(_ limit: Int) {
-            setMaxPerHost(limit, hostOf: { _ in preconditionFailure("an item was added without its host") })
+            setMaxPerHost(limit, hostOf: { _, _ in preconditionFailure("an item was added without its host") })
         }
 
         /// Sets the per-host limit; 0 means none. Parked items go back to wait for a slot.
         /// When a limit is set where there was none, `hostOf` gives the host of each running
         /// item that started without one, so the limit counts every running item.
         mutating func setMaxPerHost(_ limit: Int, hostOf: (ID) -> String) {
+            setMaxPerHost(limit, hostOf: { id, _ in hostOf(id) })
+        }
+
+        /// ``setMaxPerHost(_:hostOf:)``, with `hostOf` given each item's payload too.
+        mutating func setMaxPerHost(_ limit: Int, hostOf: (ID, Payload) -> String) {
             let wasUnlimited = maxPerHost == 0
             maxPerHost = max(0, limit)
             if wasUnlimited, maxPerHost > 0, runningCount > 0 {
-                let hostless = items.compactMap { $0.value.isRunning && !$0.value.hasHost ? $0.key : nil }
-                for id in hostless {
-                    let host = hostOf(id)
+                let hostless = items.compactMap { $0.value.isRunning && !$0.value.hasHost ? ($0.key, $0.value.payload) : nil }
+                for (id, payload) in hostless {
+                    let host = hostOf(id, payload)
                     items[id]!.hasHost = true
                     hosts[id] = host
                     runningPerHost[host, default: 0] += 1
@@ -191,27 +229,34 @@ extension RequestQueue {
 
         /// Running items in the order they started, then pending ones in the order they would start.
         func orderedIDs() -> [ID] {
-            var running: [(Int64, ID)] = []
+            ordered { id, _ in id }
+        }
+
+        /// `transform` of each item: running items in the order they started, then pending
+        /// ones in the order they would start.
+        func ordered<T>(_ transform: (ID, Payload) -> T) -> [T] {
+            var running: [(Int64, ID, Payload)] = []
             running.reserveCapacity(runningCount)
             for (id, item) in items where item.isRunning {
-                running.append((item.order, id))
+                running.append((item.order, id, item.payload))
             }
             running.sort { $0.0 < $1.0 }
             // Each pending item has exactly one live entry, in `ready` or parked under its host.
-            var pending: [Entry] = []
+            var pending: [(Entry, Payload)] = []
             pending.reserveCapacity(pendingCount)
             func collect(_ heap: Heap<Entry>) {
                 for entry in heap.unordered {
-                    if let item = items[entry.id], !item.isRunning, item.order == entry.key { pending.append(entry) }
+                    if let item = items[entry.id], !item.isRunning, item.order == entry.key { pending.append((entry, item.payload)) }
                 }
             }
             collect(ready)
             for heap in parked.values { collect(heap) }
-            pending.sort()
-            var ids = running.map(\.1)
-            ids.reserveCapacity(running.count + pending.count)
-            for entry in pending { ids.append(entry.id) }
-            return ids
+            pending.sort { $0.0 < $1.0 }
+            var result: [T] = []
+            result.reserveCapacity(running.count + pending.count)
+            for (_, id, payload) in running { result.append(transform(id, payload)) }
+            for (entry, payload) in pending { result.append(transform(entry.id, payload)) }
+            return result
         }
 
         private mutating func unparkAll() {
@@ -231,5 +276,20 @@ extension RequestQueue {
             }
             parked[host] = heap.isEmpty ? nil : heap
         }
+    }
+}
+
+extension RequestQueue.Scheduler where Payload == Void {
+    /// Adds a pending item whose host is known. Returns false when `id` is already in the queue.
+    @discardableResult
+    mutating func add(_ id: ID, priority: Int, host: String) -> Bool {
+        add(id, payload: (), priority: priority, host: host)
+    }
+
+    /// Adds a pending item whose host ``nextToStart(hostOf:)`` asks for when it needs it.
+    /// Returns false when `id` is already in the queue.
+    @discardableResult
+    mutating func add(_ id: ID, priority: Int) -> Bool {
+        add(id, payload: (), priority: priority)
     }
 }

@@ -27,16 +27,44 @@ public final class RequestQueue: Sendable {
     /// One queue shared by the whole process.
     public static let main = RequestQueue()
 
-    /// An operation in the queue, with what the queue computed of it once, when it was added.
+    /// An operation in the queue, with what the queue computed of it once, when it was added:
+    /// the scheduler's payload for it.
     struct Member {
         let operation: RequestOperation
         /// `operation.request.hashValue`, its place in `sameRequest`.
         let requestHash: Int
     }
 
+    /// The operations to start, picked under the lock and started out of it. Almost always
+    /// none or one (a finished operation frees one slot), which it holds without an array.
+    struct ToStart: Sequence {
+        private var first: RequestOperation?
+        private var rest: [RequestOperation] = []
+
+        var isEmpty: Bool { first == nil }
+
+        mutating func append(_ operation: RequestOperation) {
+            if first == nil { first = operation } else { rest.append(operation) }
+        }
+
+        func makeIterator() -> Iterator { Iterator(first: first, rest: rest.makeIterator()) }
+
+        struct Iterator: IteratorProtocol {
+            fileprivate var first: RequestOperation?
+            fileprivate var rest: IndexingIterator<[RequestOperation]>
+
+            mutating func next() -> RequestOperation? {
+                if let operation = first {
+                    first = nil
+                    return operation
+                }
+                return rest.next()
+            }
+        }
+    }
+
     struct State {
-        var scheduler = Scheduler<ObjectIdentifier>()
-        var members: [ObjectIdentifier: Member] = [:]
+        var scheduler = Scheduler<OperationKey, Member>()
         var sameRequest = DuplicateIndex()
         var allowDuplicateRequests = false
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -47,34 +75,33 @@ public final class RequestQueue: Sendable {
         /// and that slot must not start one of the others on its way out.
         func pendingFirst(_ operations: [RequestOperation]) -> [RequestOperation] {
             guard !operations.isEmpty else { return [] }
-            func isRunning(_ operation: RequestOperation) -> Bool { scheduler.isRunning(ObjectIdentifier(operation)) }
+            func isRunning(_ operation: RequestOperation) -> Bool { scheduler.isRunning(OperationKey(operation)) }
             return operations.filter { !isRunning($0) } + operations.filter(isRunning)
         }
 
         /// The operations in the queue: running ones in the order they started, then pending
         /// ones in the order they will start.
         func orderedOperations() -> [RequestOperation] {
-            scheduler.orderedIDs().compactMap { members[$0]?.operation }
+            scheduler.ordered { _, member in member.operation }
         }
 
         /// Picks the operations that may start now and marks them running. While there is a
         /// per-host limit, an operation's origin is worked out here, once, when it first
         /// starts or waits for its host.
-        mutating func nextToStart() -> [RequestOperation] {
-            let members = self.members
-            let ids = scheduler.nextToStart(hostOf: { Self.origin(of: $0, in: members) })
-            return ids.compactMap { members[$0]?.operation }
+        mutating func nextToStart() -> ToStart {
+            var toStart = ToStart()
+            scheduler.startNext(hostOf: Self.origin, each: { _, member in toStart.append(member.operation) })
+            return toStart
         }
 
         /// Sets the per-host limit. Setting one where there was none works out the origins of
         /// the running operations, which started without them.
         mutating func setMaxPerHost(_ limit: Int) {
-            let members = self.members
-            scheduler.setMaxPerHost(limit, hostOf: { Self.origin(of: $0, in: members) })
+            scheduler.setMaxPerHost(limit, hostOf: Self.origin)
         }
 
-        private static func origin(of id: ObjectIdentifier, in members: [ObjectIdentifier: Member]) -> String {
-            members[id].map { RequestQueue.origin(of: $0.operation.request.url) } ?? ""
+        private static func origin(of _: OperationKey, _ member: Member) -> String {
+            RequestQueue.origin(of: member.operation.request.url)
         }
     }
 
@@ -87,8 +114,10 @@ public final class RequestQueue: Sendable {
     /// thunk per operation.
     private let finishHook: @Sendable (RequestOperation) -> Void
 
-    /// How `finishHook` reaches the queue without keeping it alive.
-    private struct WeakReference {
+    /// How `finishHook` reaches the queue without keeping it alive. `queue` is set once, in
+    /// `init`, before any operation can hold the hook, and only read after that: a weak
+    /// load is atomic, so the hook reads it without a lock.
+    private final class WeakReference: @unchecked Sendable {
         weak var queue: RequestQueue?
     }
 
@@ -101,9 +130,9 @@ public final class RequestQueue: Sendable {
         state.scheduler.maxConcurrent = max(0, maxConcurrentRequestCount)
         state.scheduler.lifo = queueMode == .lastInFirstOut
         self.state = Locked(state)
-        let reference = Locked(WeakReference())
-        finishHook = { operation in reference.withLock { $0.queue }?.operationFinished(operation) }
-        reference.withLock { $0.queue = self }
+        let reference = WeakReference()
+        finishHook = { operation in reference.queue?.operationFinished(operation) }
+        reference.queue = self
     }
 
     // MARK: Settings
@@ -169,14 +198,13 @@ public final class RequestQueue: Sendable {
         } catch {
             throw .alreadyStarted
         }
-        let id = ObjectIdentifier(operation)
+        let id = OperationKey(operation)
         // The request is hashed once, here, out of the lock.
         let requestHash = operation.request.hashValue
         let (duplicates, toStart, subscribers) = state.withLock { state in
             let equal = state.sameRequest.insert(operation, hash: requestHash, findingEqual: !state.allowDuplicateRequests)
             let duplicates = state.pendingFirst(equal)
-            state.members[id] = Member(operation: operation, requestHash: requestHash)
-            state.scheduler.add(id, priority: priority)
+            state.scheduler.add(id, payload: Member(operation: operation, requestHash: requestHash), priority: priority)
             return (duplicates, state.nextToStart(), state.subscribers.isEmpty ? [] : Array(state.subscribers.values))
         }
         if !subscribers.isEmpty {
@@ -225,7 +253,7 @@ public final class RequestQueue: Sendable {
         start(toStart)
     }
 
-    private func start(_ operations: [RequestOperation]) {
+    private func start(_ operations: ToStart) {
         for operation in operations where !operation.startFromQueue() {
             operationFinished(operation)  // cancelled on its way out of the queue
         }
@@ -234,11 +262,10 @@ public final class RequestQueue: Sendable {
     /// Called once an operation's outcome is decided, on the thread that decided it (often
     /// the engine thread, so the next operation starts there without a hop).
     private func operationFinished(_ operation: RequestOperation) {
-        let id = ObjectIdentifier(operation)
-        let (toStart, waiters) = state.withLock { state -> ([RequestOperation], [CheckedContinuation<Void, Never>]) in
-            guard let member = state.members.removeValue(forKey: id) else { return ([], []) }
+        let id = OperationKey(operation)
+        let (toStart, waiters) = state.withLock { state -> (ToStart, [CheckedContinuation<Void, Never>]) in
+            guard let member = state.scheduler.take(id)?.payload else { return (ToStart(), []) }
             state.sameRequest.remove(operation, hash: member.requestHash)
-            state.scheduler.remove(id)
             let toStart = state.nextToStart()
             var waiters: [CheckedContinuation<Void, Never>] = []
             if state.scheduler.count == 0 { swap(&waiters, &state.idleWaiters) }
