@@ -7,7 +7,7 @@ import Testing
     func parse(_ lines: [String]) -> ResponseHeadParser {
         var parser = ResponseHeadParser()
         for line in lines {
-            Array(line.utf8).withUnsafeBytes { parser.consume($0) }
+            Array(line.utf8).withUnsafeBytes { _ = parser.consume($0) }
         }
         return parser
     }
@@ -56,7 +56,7 @@ import Testing
                                 "X-A-Name-Longer-Than-A-Word: a:b"].map { Array("\($0)\r\n".utf8) }
             + [[0xFF, 0x41, 0x3A, 0x20, 0x76, 0x0D, 0x0A], Array("\r\n".utf8)]
         for line in lines {
-            line.withUnsafeBytes { parser.consume($0) }
+            line.withUnsafeBytes { _ = parser.consume($0) }
         }
         #expect(parser.fields.map(\.name.rawName) == ["X-A-Name-Longer-Than-A-Word"])
         #expect(parser.fields.map(\.value) == ["a:b"])
@@ -96,8 +96,8 @@ import Testing
         let name = HTTPField.Name("X-Value")!
         for value in values {
             var parser = ResponseHeadParser()
-            Array("HTTP/1.1 200 OK\r\n".utf8).withUnsafeBytes { parser.consume($0) }
-            (Array("X-Value: ".utf8) + value + Array("\r\n".utf8)).withUnsafeBytes { parser.consume($0) }
+            Array("HTTP/1.1 200 OK\r\n".utf8).withUnsafeBytes { _ = parser.consume($0) }
+            (Array("X-Value: ".utf8) + value + Array("\r\n".utf8)).withUnsafeBytes { _ = parser.consume($0) }
             // The line loses its trailing CR and LF bytes, then the value its spaces and tabs.
             var bytes = value[...]
             while let last = bytes.last, last == 0x0D || last == 0x0A { bytes.removeLast() }
@@ -116,7 +116,7 @@ import Testing
     func makeResponse(_ lines: [String]) -> Response {
         var parser = ResponseHeadParser()
         for line in ["HTTP/1.1 200 OK\r\n"] + lines + ["\r\n"] {
-            Array(line.utf8).withUnsafeBytes { parser.consume($0) }
+            Array(line.utf8).withUnsafeBytes { _ = parser.consume($0) }
         }
         return Response(status: .ok, fieldLines: parser.fieldLines, body: Data(), fileURL: nil, effectiveURL: nil,
                         httpVersion: .http1_1, metrics: TransferMetrics(), attempts: 1)

@@ -60,12 +60,12 @@ extension Transfer {
     static let progressInterval: UInt64 = 50_000_000
 
     func didReceiveHeaderLine(_ line: UnsafeRawBufferPointer) {
-        let wasComplete = head.isComplete
-        head.consume(line)
-        if head.isComplete, !wasComplete, let file, head.status == 206, file.resumeOffset > 0 {
+        // Most lines are fields, only kept: nothing else to look at until a head completes.
+        guard head.consume(line) else { return }
+        if let file, head.status == 206, file.resumeOffset > 0 {
             progressBase = file.resumeOffset
         }
-        if head.isComplete, !wasComplete, bodyStream != nil, headIsFinal {
+        if bodyStream != nil, headIsFinal {
             beginStream()
         }
     }

@@ -23,8 +23,10 @@ struct ResponseHeadParser {
     /// Parsed anew at each read.
     var fields: HTTPFields { Self.parseFields(fieldLines) }
 
-    /// Feeds one line, with or without its trailing CRLF.
-    mutating func consume(_ line: UnsafeRawBufferPointer) {
+    /// Feeds one line, with or without its trailing CRLF. Returns true when the line
+    /// completed a head (the blank line after a status line's fields).
+    @discardableResult
+    mutating func consume(_ line: UnsafeRawBufferPointer) -> Bool {
         var end = line.count
         while end > 0, line[end - 1] == 0x0A || line[end - 1] == 0x0D { end -= 1 }
         let bytes = UnsafeRawBufferPointer(rebasing: line[0..<end])
@@ -36,17 +38,19 @@ struct ResponseHeadParser {
                 self.fieldLines.removeAll(keepingCapacity: true)
                 self.isComplete = false
             }
-            return
+            return false
         }
         if bytes.isEmpty {
-            if status != nil { isComplete = true }
-            return
+            guard status != nil, !isComplete else { return false }
+            isComplete = true
+            return true
         }
         // Trailers after a complete head, and field lines before any status line, are ignored.
-        guard status != nil, !isComplete else { return }
+        guard status != nil, !isComplete else { return false }
         if fieldLines.isEmpty { fieldLines.reserveCapacity(Self.expectedFieldBytes) }
         fieldLines.append(contentsOf: bytes)
         fieldLines.append(Self.lineEnd)
+        return false
     }
 
     /// Room made for the field lines of a head at its first line: enough for most servers'
