@@ -131,6 +131,17 @@ import Testing
         #expect(makeResponse([]).headerFields.isEmpty)
     }
 
+    @Test func aLineFeedInsideALineIsASpaceAsInAFieldParsedAtOnce() {
+        var parser = ResponseHeadParser()
+        for line in ["HTTP/1.1 200 OK\r\n", "X-A: one\ntwo\r\n", "X\nB: v\r\n", "\r\n"] {
+            Array(line.utf8).withUnsafeBytes { _ = parser.consume($0) }
+        }
+        let eager = Array("X-A: one\ntwo".utf8).withUnsafeBytes { ResponseHeadParser.parseFieldLine($0) }
+        #expect(parser.fields.count == 1)
+        #expect(parser.fields.first == eager)
+        #expect(parser.fields.first?.value == "one two")
+    }
+
     @Test func aSetFieldReplacesTheLazyOnesInThatCopyOnly() {
         let original = makeResponse(["A: 1\r\n"])
         var copy = original

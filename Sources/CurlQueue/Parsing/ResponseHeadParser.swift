@@ -1,4 +1,9 @@
 import HTTPTypes
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Builds the head of the final response from the header lines libcurl hands over one at a
 /// time: status lines, field lines and the blank line that ends each head. Informational (1xx)
@@ -48,7 +53,14 @@ struct ResponseHeadParser {
         // Trailers after a complete head, and field lines before any status line, are ignored.
         guard status != nil, !isComplete else { return false }
         if fieldLines.isEmpty { fieldLines.reserveCapacity(Self.expectedFieldBytes) }
+        let start = fieldLines.count
         fieldLines.append(contentsOf: bytes)
+        // libcurl splits at LF, so a line holds none; a caller that hands over one anyway gets
+        // what parsing the line at once gave: a control byte in a value becomes a space (and
+        // in a name makes the line invalid either way).
+        if let base = bytes.baseAddress, memchr(base, Int32(Self.lineEnd), bytes.count) != nil {
+            for index in start..<fieldLines.count where fieldLines[index] == Self.lineEnd { fieldLines[index] = 0x20 }
+        }
         fieldLines.append(Self.lineEnd)
         return false
     }
