@@ -142,6 +142,12 @@ import Testing
         #expect(parser.fields.first?.value == "one two")
     }
 
+    @Test func longAndEmptyValuesComeBackWhole() {
+        let long = String(repeating: "v", count: 70_000)
+        let response = makeResponse(["X-Long: \(long)\r\n", "X-Empty:\r\n", "X-Short: s\r\n"])
+        #expect(response.headerFields.map(\.value) == [long, "", "s"])
+    }
+
     @Test func aSetFieldReplacesTheLazyOnesInThatCopyOnly() {
         let original = makeResponse(["A: 1\r\n"])
         var copy = original

@@ -1,9 +1,4 @@
 import HTTPTypes
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Builds the head of the final response from the header lines libcurl hands over one at a
 /// time: status lines, field lines and the blank line that ends each head. Informational (1xx)
@@ -18,8 +13,8 @@ import Musl
 struct ResponseHeadParser {
     private(set) var status: Int?
     private(set) var version = HTTPVersion.http1_1
-    /// The field lines of the current head, without line endings, each followed by LF (a line
-    /// from libcurl never holds one: it splits at LF).
+    /// The field lines of the current head, without line endings, each after its length in
+    /// three bytes, big-endian (see ``maxLineLength``).
     private(set) var fieldLines: [UInt8] = []
     /// True once the blank line after the current head arrived.
     private(set) var isComplete = false
@@ -53,22 +48,20 @@ struct ResponseHeadParser {
         // Trailers after a complete head, and field lines before any status line, are ignored.
         guard status != nil, !isComplete else { return false }
         if fieldLines.isEmpty { fieldLines.reserveCapacity(Self.expectedFieldBytes) }
-        let start = fieldLines.count
-        fieldLines.append(contentsOf: bytes)
-        // libcurl splits at LF, so a line holds none; a caller that hands over one anyway gets
-        // what parsing the line at once gave: a control byte in a value becomes a space (and
-        // in a name makes the line invalid either way).
-        if let base = bytes.baseAddress, memchr(base, Int32(Self.lineEnd), bytes.count) != nil {
-            for index in start..<fieldLines.count where fieldLines[index] == Self.lineEnd { fieldLines[index] = 0x20 }
-        }
-        fieldLines.append(Self.lineEnd)
+        let line = bytes.count <= Self.maxLineLength ? bytes : UnsafeRawBufferPointer(rebasing: bytes[..<Self.maxLineLength])
+        fieldLines.append(UInt8(truncatingIfNeeded: line.count >> 16))
+        fieldLines.append(UInt8(truncatingIfNeeded: line.count >> 8))
+        fieldLines.append(UInt8(truncatingIfNeeded: line.count))
+        fieldLines.append(contentsOf: line)
         return false
     }
 
     /// Room made for the field lines of a head at its first line: enough for most servers'
     /// heads, so that one allocation holds them.
     private static let expectedFieldBytes = 512
-    private static let lineEnd = UInt8(ascii: "\n")
+    /// The longest field line kept (longer ones are cut): what three bytes of length can say,
+    /// 16 MiB, far above the 300 KiB libcurl allows a whole head.
+    static let maxLineLength = 0xFF_FFFF
 
     /// Room made for the fields of a head: enough for most servers' heads, so that one
     /// allocation holds them.
@@ -81,13 +74,13 @@ struct ResponseHeadParser {
         fields.reserveCapacity(expectedFieldCount)
         lines.withUnsafeBytes { bytes in
             var start = 0
-            while start < bytes.count {
-                var end = start
-                while bytes[end] != lineEnd { end += 1 }  // every line ends in LF
-                if let field = parseFieldLine(UnsafeRawBufferPointer(rebasing: bytes[start..<end])) {
+            while start + 3 <= bytes.count {
+                let length = Int(bytes[start]) << 16 | Int(bytes[start + 1]) << 8 | Int(bytes[start + 2])
+                let end = min(start + 3 + length, bytes.count)
+                if let field = parseFieldLine(UnsafeRawBufferPointer(rebasing: bytes[(start + 3)..<end])) {
                     fields.append(field)
                 }
-                start = end + 1
+                start = end
             }
         }
         return fields
