@@ -41,7 +41,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// Work to run once this turn's transfers are on the wire (see ``afterThisTurn(_:)``).
     private var deferred: [() -> Void] = []
     /// Handlers to hand to their queues once this turn's transfers are on the wire (see
-    /// ``afterThisTurn(on:_:)``).
+    /// ``afterThisTurn(on:batched:_:)``).
     private var deferredCallbacks: [(queue: DispatchQueue, batched: Bool, work: @Sendable () -> Void)] = []
     private let maxIdleHandles = 256
 
