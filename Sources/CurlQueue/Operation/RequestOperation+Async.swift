@@ -7,7 +7,7 @@ extension RequestOperation {
     /// - Throws: ``RequestError``, ``RequestError/cancelled`` included.
     public func response() async throws(RequestError) -> Response {
         let result = await withTaskCancellationHandler {
-            await withUnsafeContinuation { continuation in
+            await withCheckedContinuation { continuation in
                 if addWaiter(continuation) { try? start() }
             }
         } onCancel: {
