@@ -43,8 +43,14 @@ public struct Response: Sendable {
         status: HTTPResponse.Status, headerFields: HTTPFields, body: Data, fileURL: URL?, effectiveURL: URL?,
         httpVersion: HTTPVersion, metrics: TransferMetrics, attempts: Int
     ) {
-        self.init(status: status, fieldStorage: .parsed(headerFields), body: body, fileURL: fileURL,
-                  effectiveURL: effectiveURL, httpVersion: httpVersion, metrics: metrics, attempts: attempts)
+        self.status = status
+        self.fieldStorage = .parsed(headerFields)
+        self.body = body
+        self.fileURL = fileURL
+        self.effectiveURL = effectiveURL
+        self.httpVersion = httpVersion
+        self.metrics = metrics
+        self.attempts = attempts
     }
 
     /// A response whose fields are parsed from `fieldLines` (as ``ResponseHeadParser`` keeps
@@ -53,22 +59,9 @@ public struct Response: Sendable {
         status: HTTPResponse.Status, fieldLines: [UInt8], body: Data, fileURL: URL?, effectiveURL: URL?,
         httpVersion: HTTPVersion, metrics: TransferMetrics, attempts: Int
     ) {
-        self.init(status: status, fieldStorage: .raw(RawFieldLines(fieldLines)), body: body, fileURL: fileURL,
+        self.init(status: status, headerFields: HTTPFields(), body: body, fileURL: fileURL,
                   effectiveURL: effectiveURL, httpVersion: httpVersion, metrics: metrics, attempts: attempts)
-    }
-
-    private init(
-        status: HTTPResponse.Status, fieldStorage: FieldStorage, body: Data, fileURL: URL?, effectiveURL: URL?,
-        httpVersion: HTTPVersion, metrics: TransferMetrics, attempts: Int
-    ) {
-        self.status = status
-        self.fieldStorage = fieldStorage
-        self.body = body
-        self.fileURL = fileURL
-        self.effectiveURL = effectiveURL
-        self.httpVersion = httpVersion
-        self.metrics = metrics
-        self.attempts = attempts
+        fieldStorage = .raw(RawFieldLines(fieldLines))
     }
 }
 

@@ -345,7 +345,7 @@ public final class RequestOperation: Sendable {
         }
     }
 
-    fileprivate static func finalProgress(
+    private static func finalProgress(
         _ result: Result<Response, RequestError>, lastDownload: TransferProgress?, lastUpload: TransferProgress?
     ) -> (download: TransferProgress?, upload: TransferProgress?) {
         guard case .success(let response) = result else { return (nil, nil) }
