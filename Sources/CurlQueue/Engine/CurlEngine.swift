@@ -34,15 +34,15 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     private let inbox = Locked(Inbox())
     private let engineThreadID = Atomic<UInt>(0)
 
-    // Engine thread only.
-    private var idleHandles: [EasyHandle] = []
-    private var activeCount = 0
-    private var localCommands: [Command] = []
+    // Engine thread only, and without dynamic exclusivity checks, as for Transfer's state.
+    @exclusivity(unchecked) private var idleHandles: [EasyHandle] = []
+    @exclusivity(unchecked) private var activeCount = 0
+    @exclusivity(unchecked) private var localCommands: [Command] = []
     /// Work to run once this turn's transfers are on the wire (see ``afterThisTurn(_:)``).
-    private var deferred: [() -> Void] = []
+    @exclusivity(unchecked) private var deferred: [() -> Void] = []
     /// Handlers to hand to their queues once this turn's transfers are on the wire (see
     /// ``afterThisTurn(on:batched:_:)``).
-    private var deferredCallbacks: [(queue: DispatchQueue, batched: Bool, work: @Sendable () -> Void)] = []
+    @exclusivity(unchecked) private var deferredCallbacks: [(queue: DispatchQueue, batched: Bool, work: @Sendable () -> Void)] = []
     private let maxIdleHandles = 256
 
     private static let globalInit: Void = {

@@ -13,9 +13,9 @@ final class EasyHandle {
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// The options the handle holds, when they can be reused as they are; nil after a reset,
     /// and after a transfer whose options were its own (a body, header fields, a Range).
-    var configuration: ReusableOptions?
+    @exclusivity(unchecked) var configuration: ReusableOptions?
     /// False once options were set since the last reset.
-    private var isReset = true
+    @exclusivity(unchecked) private var isReset = true
 
     init() {
         guard let easy = curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }

@@ -30,31 +30,35 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     /// Set from any thread by `CurlEngine.cancel`; a transfer that sees it before it starts never starts.
     let cancelRequested = Atomic<Bool>(false)
 
-    // Engine thread only, from here on.
-    private(set) var delegate: (any TransferDelegate)?
-    var easy: UnsafeMutableRawPointer?
-    var handle: EasyHandle?
+    // Engine thread only, from here on. Without dynamic exclusivity checks
+    // (`@exclusivity(unchecked)`): one thread touches them and nothing it calls while one is
+    // being modified reaches back to it, so the checks (eleven per response's header lines
+    // alone, about 125 instructions each) could never fire. ThreadSanitizer still watches
+    // the confinement.
+    @exclusivity(unchecked) private(set) var delegate: (any TransferDelegate)?
+    @exclusivity(unchecked) var easy: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) var handle: EasyHandle?
     /// The URL as handed to libcurl: the effective URL is the request's own when it matches.
-    var urlString = ""
-    var headerList: UnsafeMutablePointer<curl_slist>?
-    var head = ResponseHeadParser()
-    var memoryBody = Data()
-    var file: DestinationFile?
+    @exclusivity(unchecked) var urlString = ""
+    @exclusivity(unchecked) var headerList: UnsafeMutablePointer<curl_slist>?
+    @exclusivity(unchecked) var head = ResponseHeadParser()
+    @exclusivity(unchecked) var memoryBody = Data()
+    @exclusivity(unchecked) var file: DestinationFile?
     /// Where the body goes, decided at its first byte.
-    var bodySink = BodySink.undecided
+    @exclusivity(unchecked) var bodySink = BodySink.undecided
     /// Set when the server refused our Range or answered another one: the attempt runs
     /// again (once) from byte 0, without a Range.
-    var rangeRefused = false
+    @exclusivity(unchecked) var rangeRefused = false
     /// The engine runs the attempt again when it completes.
-    var restartPending = false
-    var upload: UploadSource?
+    @exclusivity(unchecked) var restartPending = false
+    @exclusivity(unchecked) var upload: UploadSource?
     /// A failure found by a callback (a disk error, a bad Content-Range); it wins over the
     /// CURLcode that aborting the transfer produces.
-    var callbackFailure: RequestError?
+    @exclusivity(unchecked) var callbackFailure: RequestError?
     /// Body bytes of this response so far, the resumed part of a file included.
-    var bodyBytes: Int64 = 0
-    var lastProgressNanos: UInt64 = 0
-    var progressBase: Int64 = 0
+    @exclusivity(unchecked) var bodyBytes: Int64 = 0
+    @exclusivity(unchecked) var lastProgressNanos: UInt64 = 0
+    @exclusivity(unchecked) var progressBase: Int64 = 0
 
     enum BodySink {
         case undecided
