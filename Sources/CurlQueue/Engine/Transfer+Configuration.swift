@@ -27,7 +27,10 @@ extension Transfer {
         let this = Unmanaged.passUnretained(self).toOpaque()
         var status = CURLE_OK
         func set(_ option: CURLoption, _ value: Int) { if status == CURLE_OK { status = ccurl_easy_setopt_long(easy, option, value) } }
-        func set(_ option: CURLoption, _ value: String) { if status == CURLE_OK { status = ccurl_easy_setopt_string(easy, option, value) } }
+        // `withCString`, not the implicit conversion of a String argument, which copies it.
+        func set(_ option: CURLoption, _ value: String) {
+            if status == CURLE_OK { status = value.withCString { ccurl_easy_setopt_string(easy, option, $0) } }
+        }
 
         handle.errorBuffer[0] = 0
         urlString = request.url.absoluteString
@@ -152,14 +155,14 @@ extension Transfer {
             } else {
                 if status == CURLE_OK { status = ccurl_easy_setopt_long(easy, CURLOPT_UPLOAD, 1) }
                 _ = ccurl_easy_setopt_off_t(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(source.count))
-                if method != .put { _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue) }
+                if method != .put { _ = method.rawValue.withCString { ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, $0) } }
             }
             return true
         } else if method == .head {
             if status == CURLE_OK { status = ccurl_easy_setopt_long(easy, CURLOPT_NOBODY, 1) }
         } else {
             if status == CURLE_OK { status = ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1) }
-            if method != .get { _ = ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue) }
+            if method != .get { _ = method.rawValue.withCString { ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, $0) } }
         }
         return false
     }
@@ -170,7 +173,7 @@ extension Transfer {
         if request.headerFields.isEmpty, !sendsBody { return }
         var list: UnsafeMutablePointer<curl_slist>?
         func append(_ line: String) {
-            if let extended = curl_slist_append(list, line) { list = extended }
+            if let extended = line.withCString({ curl_slist_append(list, $0) }) { list = extended }
         }
         for field in request.headerFields {
             // "Name;" is curl's way of sending a field with an empty value.
