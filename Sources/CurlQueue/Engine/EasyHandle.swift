@@ -24,6 +24,14 @@ final class EasyHandle {
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
     }
 
+    /// Whether the handle holds exactly `options`. Compared in place: `Optional`'s `==` went
+    /// through generic value witnesses, copying the options (and retaining their strings)
+    /// four times per transfer.
+    func holds(_ options: ReusableOptions) -> Bool {
+        guard let held = configuration else { return false }
+        return held == options
+    }
+
     /// Before a transfer that sets every option: back to libcurl's defaults if needed.
     func prepareForNewConfiguration() {
         if !isReset { curl_easy_reset(easy) }

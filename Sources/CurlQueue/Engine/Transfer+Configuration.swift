@@ -36,7 +36,7 @@ extension Transfer {
         urlString = request.url.absoluteString
         let protocols = Self.protocolList(request.allowedSchemes)
         let reusable = reusableOptions(scheme: scheme, protocols: protocols)
-        if let reusable, handle.configuration == reusable {
+        if let reusable, handle.holds(reusable) {
             set(CURLOPT_URL, urlString)
             setTransferPointers(easy, this)
             if status != CURLE_OK {
