@@ -66,4 +66,5 @@ struct ReusableOptions: Equatable {
     var maxResponseBodySize: Int64?
     var tls: Request.TLSOptions
     var wantsProgress: Bool
+    var receiveBufferSize: Int
 }
