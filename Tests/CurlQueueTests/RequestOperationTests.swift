@@ -197,22 +197,3 @@ extension Result {
         return nil
     }
 }
-
-@Suite struct RequestValueTests {
-    @Test func requestsFromIdenticalParametersAreEqualAndHashAlike() {
-        func make() -> Request {
-            var request = Request(url: URL(string: "http://127.0.0.1/a?b=1")!, method: .post, body: .bytes(Data("x".utf8)))
-            request.addHeader("X-One", "1")
-            request.timeouts.total = .seconds(3)
-            return request
-        }
-        #expect(make() == make())
-        #expect(Set([make(), make()]).count == 1)
-        var other = make()
-        other.addHeader("X-Two", "2")
-        #expect(other != make())
-        var elsewhere = make()
-        elsewhere.destination = URL(fileURLWithPath: "/tmp/x")
-        #expect(elsewhere != make())
-    }
-}

@@ -39,27 +39,87 @@ public struct Request: Hashable, Sendable {
     }
 
     /// The URL to fetch.
-    public var url: URL
+    public var url: URL {
+        get { storage.values.url }
+        set {
+            makeUnique()
+            storage.values.url = newValue
+        }
+    }
     /// The method; any token is allowed, not only the common ones.
-    public var method: HTTPRequest.Method
+    public var method: HTTPRequest.Method {
+        get { storage.values.method }
+        set {
+            makeUnique()
+            storage.values.method = newValue
+        }
+    }
     /// Header fields, in order; a name may repeat.
-    public var headerFields: HTTPFields
+    public var headerFields: HTTPFields {
+        get { storage.values.headerFields }
+        _modify {
+            makeUnique()
+            yield &storage.values.headerFields
+        }
+    }
     /// The body sent with the request, or `nil` for none.
-    public var body: Body?
+    public var body: Body? {
+        get { storage.values.body }
+        set {
+            makeUnique()
+            storage.values.body = newValue
+        }
+    }
     /// Limits on how long the transfer may take.
-    public var timeouts: Timeouts
+    public var timeouts: Timeouts {
+        get { storage.values.timeouts }
+        set {
+            makeUnique()
+            storage.values.timeouts = newValue
+        }
+    }
     /// Whether and how far redirects are followed.
-    public var redirectPolicy: RedirectPolicy
+    public var redirectPolicy: RedirectPolicy {
+        get { storage.values.redirectPolicy }
+        set {
+            makeUnique()
+            storage.values.redirectPolicy = newValue
+        }
+    }
     /// When set, a successful (2xx) response body streams to `<destination>.part`, which is
     /// renamed atomically to `destination` once complete. Error responses stay in memory.
-    public var destination: URL?
+    public var destination: URL? {
+        get { storage.values.destination }
+        set {
+            makeUnique()
+            storage.values.destination = newValue
+        }
+    }
     /// With a ``destination``: when `<destination>.part` exists, ask for the rest of it with a
     /// `Range` header and append on `206 Partial Content`; a `200 OK` starts over cleanly.
-    public var resume: Bool
+    public var resume: Bool {
+        get { storage.values.resume }
+        set {
+            makeUnique()
+            storage.values.resume = newValue
+        }
+    }
     /// Certificate trust for HTTPS.
-    public var tls: TLSOptions
+    public var tls: TLSOptions {
+        get { storage.values.tls }
+        set {
+            makeUnique()
+            storage.values.tls = newValue
+        }
+    }
     /// The URL schemes this request may use, also after a redirect. Defaults to http and https.
-    public var allowedSchemes: Set<String>
+    public var allowedSchemes: Set<String> {
+        get { storage.values.allowedSchemes }
+        _modify {
+            makeUnique()
+            yield &storage.values.allowedSchemes
+        }
+    }
 
     /// `["http", "https"]`, the default of ``allowedSchemes``: one set shared by every request
     /// (a set literal per request would allocate and hash both names each time).
@@ -69,14 +129,72 @@ public struct Request: Hashable, Sendable {
     /// of code ``CurlCode/fileSizeExceeded`` — at once when `Content-Length` announces it,
     /// otherwise as soon as the limit is passed — and its `.part` file is deleted. Bodies are
     /// counted as they arrive on the wire: CurlQueue does not ask for or decode compressed ones.
-    public var maxResponseBodySize: Int64?
+    public var maxResponseBodySize: Int64? {
+        get { storage.values.maxResponseBodySize }
+        set {
+            makeUnique()
+            storage.values.maxResponseBodySize = newValue
+        }
+    }
     /// When true, a body that has no ``destination`` to go to is counted (progress, metrics) but
     /// not kept: ``Response/body`` is empty. For transfers that only need the status, the
     /// fields or the size, at no memory cost however large the body.
-    public var discardsBody = false
+    public var discardsBody: Bool {
+        get { storage.values.discardsBody }
+        set {
+            makeUnique()
+            storage.values.discardsBody = newValue
+        }
+    }
 
     /// Problems found while building the request, reported when it runs.
-    var problems: [String] = []
+    var problems: [String] {
+        get { storage.values.problems }
+        _modify {
+            makeUnique()
+            yield &storage.values.problems
+        }
+    }
+
+    /// The stored values of a request, behind one reference: copying a request (into an
+    /// operation, a transfer, a queue's bookkeeping) retains one object instead of each URL,
+    /// string, set and field list it holds — about eighteen reference counts per copy, and a
+    /// request was copied five times on its way to libcurl.
+    struct Values: Hashable, Sendable {
+        var url: URL
+        var method: HTTPRequest.Method
+        var headerFields: HTTPFields
+        var body: Body?
+        var timeouts: Timeouts
+        var redirectPolicy: RedirectPolicy
+        var destination: URL?
+        var resume: Bool
+        var tls: TLSOptions
+        var allowedSchemes: Set<String>
+        var maxResponseBodySize: Int64? = nil
+        var discardsBody = false
+        var problems: [String] = []
+    }
+
+    /// Copy on write: changed in place only while one request holds it.
+    final class Storage: @unchecked Sendable {  // safe: `values` changes only through a request that holds the sole reference (`makeUnique`), so a storage two threads can see is never written
+        /// No dynamic exclusivity checks: the accesses are the accessors above, which run no
+        /// other code while they write, and every read of the engine's would pay for them.
+        @exclusivity(unchecked) var values: Values
+
+        init(_ values: Values) { self.values = values }
+    }
+
+    private var storage: Storage
+
+    private mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.values) }
+    }
+
+    /// Equal when every stored value is equal (the same storage is equal without a look).
+    public static func == (lhs: Request, rhs: Request) -> Bool {
+        lhs.storage === rhs.storage || lhs.storage.values == rhs.storage.values
+    }
 
     /// Creates a request.
     public init(
@@ -91,16 +209,10 @@ public struct Request: Hashable, Sendable {
         tls: TLSOptions = TLSOptions(),
         allowedSchemes: Set<String> = Request.webSchemes
     ) {
-        self.url = url
-        self.method = method
-        self.headerFields = headerFields
-        self.body = body
-        self.timeouts = timeouts
-        self.redirectPolicy = redirectPolicy
-        self.destination = destination
-        self.resume = resume
-        self.tls = tls
-        self.allowedSchemes = allowedSchemes
+        storage = Storage(Values(
+            url: url, method: method, headerFields: headerFields, body: body, timeouts: timeouts,
+            redirectPolicy: redirectPolicy, destination: destination, resume: resume, tls: tls,
+            allowedSchemes: allowedSchemes))
     }
 
     /// Creates a request from a URL string. A string that is not a URL gives a request whose
@@ -136,7 +248,7 @@ extension Request {
     /// Hashes the parts of the request that tell requests apart in practice: the URL, the
     /// method, the destination, the body and the number of header fields.
     ///
-    /// `==` stays synthesized and compares every stored property; this hashes only values
+    /// `==` compares every stored value; this hashes only values
     /// that equal requests share (equal header fields are as many), so equal requests hash
     /// alike. ``RequestQueue`` hashes every request it is given, for duplicate detection, and
     /// tells requests of one hash value apart with `==`. The synthesized hash cost about
