@@ -54,8 +54,9 @@ extension Transfer {
         // A larger receive buffer than libcurl's 16 KiB lets big bodies arrive in a fraction of
         // the reads and callbacks (see `receiveBufferSize` for its size). A hint: libcurl 7.88
         // refuses it (CURLE_BAD_FUNCTION_ARGUMENT) on a handle that still holds the buffer of a
-        // transfer removed mid-way (a cancel); the default then applies.
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, receiveBufferSize)
+        // transfer removed mid-way (a cancel); the default then applies to this transfer, and
+        // the handle does not keep its options (below), so that the next one sets the size again.
+        let bufferSizeTaken = ccurl_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, receiveBufferSize) == CURLE_OK
         if scheme == "https" {
             // Wait for a connection that may multiplex (HTTP/2 via ALPN) rather than open
             // another. Not for http: with no HTTP/2 there, libcurl would make every other
@@ -110,7 +111,7 @@ extension Transfer {
         if status != CURLE_OK {
             throw .invalidRequest("libcurl refused an option: \(String(cString: curl_easy_strerror(status)))")
         }
-        handle.configuration = reusable
+        handle.configuration = bufferSizeTaken ? reusable : nil
     }
 
     /// The options that point at this transfer: the engine's way back to it, and the
