@@ -41,18 +41,12 @@ public struct Request: Hashable, Sendable {
     /// The URL to fetch.
     public var url: URL {
         get { storage.values.url }
-        set {
-            makeUnique()
-            storage.values.url = newValue
-        }
+        set { update(\.url, to: newValue) }
     }
     /// The method; any token is allowed, not only the common ones.
     public var method: HTTPRequest.Method {
         get { storage.values.method }
-        set {
-            makeUnique()
-            storage.values.method = newValue
-        }
+        set { update(\.method, to: newValue) }
     }
     /// Header fields, in order; a name may repeat.
     public var headerFields: HTTPFields {
@@ -65,52 +59,34 @@ public struct Request: Hashable, Sendable {
     /// The body sent with the request, or `nil` for none.
     public var body: Body? {
         get { storage.values.body }
-        set {
-            makeUnique()
-            storage.values.body = newValue
-        }
+        set { update(\.body, to: newValue) }
     }
     /// Limits on how long the transfer may take.
     public var timeouts: Timeouts {
         get { storage.values.timeouts }
-        set {
-            makeUnique()
-            storage.values.timeouts = newValue
-        }
+        set { update(\.timeouts, to: newValue) }
     }
     /// Whether and how far redirects are followed.
     public var redirectPolicy: RedirectPolicy {
         get { storage.values.redirectPolicy }
-        set {
-            makeUnique()
-            storage.values.redirectPolicy = newValue
-        }
+        set { update(\.redirectPolicy, to: newValue) }
     }
     /// When set, a successful (2xx) response body streams to `<destination>.part`, which is
     /// renamed atomically to `destination` once complete. Error responses stay in memory.
     public var destination: URL? {
         get { storage.values.destination }
-        set {
-            makeUnique()
-            storage.values.destination = newValue
-        }
+        set { update(\.destination, to: newValue) }
     }
     /// With a ``destination``: when `<destination>.part` exists, ask for the rest of it with a
     /// `Range` header and append on `206 Partial Content`; a `200 OK` starts over cleanly.
     public var resume: Bool {
         get { storage.values.resume }
-        set {
-            makeUnique()
-            storage.values.resume = newValue
-        }
+        set { update(\.resume, to: newValue) }
     }
     /// Certificate trust for HTTPS.
     public var tls: TLSOptions {
         get { storage.values.tls }
-        set {
-            makeUnique()
-            storage.values.tls = newValue
-        }
+        set { update(\.tls, to: newValue) }
     }
     /// The URL schemes this request may use, also after a redirect. Defaults to http and https.
     public var allowedSchemes: Set<String> {
@@ -131,20 +107,14 @@ public struct Request: Hashable, Sendable {
     /// counted as they arrive on the wire: CurlQueue does not ask for or decode compressed ones.
     public var maxResponseBodySize: Int64? {
         get { storage.values.maxResponseBodySize }
-        set {
-            makeUnique()
-            storage.values.maxResponseBodySize = newValue
-        }
+        set { update(\.maxResponseBodySize, to: newValue) }
     }
     /// When true, a body that has no ``destination`` to go to is counted (progress, metrics) but
     /// not kept: ``Response/body`` is empty. For transfers that only need the status, the
     /// fields or the size, at no memory cost however large the body.
     public var discardsBody: Bool {
         get { storage.values.discardsBody }
-        set {
-            makeUnique()
-            storage.values.discardsBody = newValue
-        }
+        set { update(\.discardsBody, to: newValue) }
     }
 
     /// Problems found while building the request, reported when it runs.
@@ -191,6 +161,12 @@ public struct Request: Hashable, Sendable {
 
     private mutating func makeUnique() {
         if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.values) }
+    }
+
+    /// Sets one stored value, copying the values first when another request shares them.
+    private mutating func update<Value>(_ path: WritableKeyPath<Values, Value>, to value: Value) {
+        makeUnique()
+        storage.values[keyPath: path] = value
     }
 
     /// Equal when every stored value is equal (the same storage is equal without a look).
