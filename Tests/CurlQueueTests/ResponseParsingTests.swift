@@ -118,7 +118,7 @@ import Testing
         for line in ["HTTP/1.1 200 OK\r\n"] + lines + ["\r\n"] {
             Array(line.utf8).withUnsafeBytes { _ = parser.consume($0) }
         }
-        return Response(status: .ok, fieldLines: parser.fieldLines, body: Data(), fileURL: nil, effectiveURL: nil,
+        return Response(status: .ok, fieldLines: parser.fieldLines, body: Data(), fileURL: nil, effectiveTarget: nil,
                         httpVersion: .http1_1, metrics: TransferMetrics(), attempts: 1)
     }
 

@@ -17,7 +17,7 @@ let measurement = Measurement.start()
 let errorsShown = Counter()
 
 func makeRequest(_ i: Int) -> Request {
-    var request = Request(url: URL(string: workload.url(i))!)
+    var request = Request(string: workload.url(i))
     if let ca = workload.caFile { request.tls.caFile = ca }
     if let path = workload.outPath(i) {
         request.destination = URL(fileURLWithPath: path)

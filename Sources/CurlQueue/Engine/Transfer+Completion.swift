@@ -49,7 +49,7 @@ extension Transfer {
             fieldLines: head.fieldLines,
             body: memoryBody,
             fileURL: nil,
-            effectiveURL: effectiveURL(easy),
+            effectiveTarget: effectiveURL(easy),
             httpVersion: head.version,
             metrics: Self.metrics(easy),
             attempts: attempt)
@@ -90,12 +90,14 @@ extension Transfer {
     }
 
     /// The URL of the final response: the request's own URL when libcurl ended where it
-    /// started (no redirect), without parsing it again; else libcurl's, parsed.
-    private func effectiveURL(_ easy: UnsafeMutableRawPointer) -> URL? {
+    /// started (no redirect), as the request holds it (a string is not parsed); else
+    /// libcurl's, parsed.
+    private func effectiveURL(_ easy: UnsafeMutableRawPointer) -> LazyURL? {
         var pointer: UnsafeMutablePointer<CChar>?
         guard ccurl_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &pointer) == CURLE_OK, let pointer else { return nil }
-        if request.url.baseURL == nil, urlString.withCString({ strcmp($0, pointer) == 0 }) { return request.url }
-        return URL(string: String(cString: pointer))
+        let target = request.target
+        if !target.hasBase, urlString.withCString({ strcmp($0, pointer) == 0 }) { return target }
+        return URL(string: String(cString: pointer)).map(LazyURL.parsed)
     }
 
     private static func metrics(_ easy: UnsafeMutableRawPointer) -> TransferMetrics {

@@ -11,7 +11,7 @@ extension Transfer {
     /// would be given (see ``CurlEngine`` for when a handle is reset instead).
     func configure(_ handle: EasyHandle) throws(RequestError) {
         if let problem = request.problems.first { throw .invalidRequest(problem) }
-        let rawScheme = request.url.scheme ?? ""
+        let rawScheme = request.target.scheme ?? ""
         let scheme = rawScheme.lowercased()
         // An exact match is the common case and needs no lowercasing of every allowed scheme.
         guard request.allowedSchemes.contains(rawScheme)
@@ -33,7 +33,7 @@ extension Transfer {
         }
 
         handle.errorBuffer[0] = 0
-        urlString = request.url.absoluteString
+        urlString = request.target.absoluteString
         let protocols = Self.protocolList(request.allowedSchemes)
         let reusable = reusableOptions(scheme: scheme, protocols: protocols)
         if let reusable, handle.holds(reusable) {

@@ -39,10 +39,16 @@ public struct Request: Hashable, Sendable {
     }
 
     /// The URL to fetch.
+    ///
+    /// A request made with ``init(string:method:)`` from a plain URL string keeps the string,
+    /// which is what libcurl takes, and parses it into a `URL` on the first read of this
+    /// property only (the result is kept).
     public var url: URL {
-        get { storage.values.url }
-        set { update(\.url, to: newValue) }
+        get { storage.values.target.url }
+        set { update(\.target, to: .parsed(newValue)) }
     }
+    /// The URL as the engine uses it: the string for libcurl and the scheme, with no parsing.
+    var target: LazyURL { storage.values.target }
     /// The method; any token is allowed, not only the common ones.
     public var method: HTTPRequest.Method {
         get { storage.values.method }
@@ -131,7 +137,7 @@ public struct Request: Hashable, Sendable {
     /// set and field list it holds — about nine references, each retained on a copy and
     /// released after it, and a request was copied five times on its way to libcurl.
     struct Values: Hashable, Sendable {
-        var url: URL
+        var target: LazyURL
         var method: HTTPRequest.Method
         var headerFields: HTTPFields
         var body: Body?
@@ -188,21 +194,28 @@ public struct Request: Hashable, Sendable {
         allowedSchemes: Set<String> = Request.webSchemes
     ) {
         storage = Storage(Values(
-            url: url, method: method, headerFields: headerFields, body: body, timeouts: timeouts,
+            target: .parsed(url), method: method, headerFields: headerFields, body: body, timeouts: timeouts,
             redirectPolicy: redirectPolicy, destination: destination, resume: resume, tls: tls,
             allowedSchemes: allowedSchemes))
     }
 
     /// Creates a request from a URL string. A string that is not a URL gives a request whose
     /// operation completes with ``RequestError/invalidRequest(_:)``.
+    ///
+    /// The request is the one `Request(url: URL(string: string)!)` would make, equal to it and
+    /// hashed alike; a plain string (`scheme://host/path?query`, with nothing to escape) is
+    /// not parsed into a `URL` unless ``url`` is read, as libcurl parses it anyway.
     public init(string: String, method: HTTPRequest.Method = .get) {
-        if let url = URL(string: string) {
-            self.init(url: url, method: method)
+        self.init(url: Self.placeholderURL, method: method)
+        if let target = LazyURL(string: string) {
+            storage.values.target = target  // a new storage: this request holds the only reference
         } else {
-            self.init(url: URL(string: "invalid:")!, method: method)
             self.problems.append("malformed URL: \(string.debugDescription)")
         }
     }
+
+    /// The URL of a request whose string was not a URL (it fails before anything is sent).
+    private static let placeholderURL = URL(string: "invalid:")!
 
     /// Appends a header field given as strings.
     ///
@@ -238,7 +251,7 @@ extension Request {
     /// share a hash value: a queue holding many of them at once compares each one added
     /// with all of them.
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(url)
+        hasher.combine(target)
         hasher.combine(method)
         hasher.combine(destination)
         hasher.combine(body)

@@ -26,7 +26,14 @@ public struct Response: Sendable {
     /// The destination file holding the body, for a successful download to a file.
     public var fileURL: URL?
     /// The URL of the final response, after redirects.
-    public var effectiveURL: URL?
+    ///
+    /// When no redirect happened, this is the request's own URL; one the request kept as a
+    /// string is parsed on the first read of this property (the result is kept).
+    public var effectiveURL: URL? {
+        get { effectiveTarget?.url }
+        set { effectiveTarget = newValue.map(LazyURL.parsed) }
+    }
+    private var effectiveTarget: LazyURL?
     /// The HTTP version the final response used.
     public var httpVersion: HTTPVersion
     /// Timings and sizes of the attempt that produced this response.
@@ -47,7 +54,7 @@ public struct Response: Sendable {
         self.fieldStorage = .parsed(headerFields)
         self.body = body
         self.fileURL = fileURL
-        self.effectiveURL = effectiveURL
+        self.effectiveTarget = effectiveURL.map(LazyURL.parsed)
         self.httpVersion = httpVersion
         self.metrics = metrics
         self.attempts = attempts
@@ -56,11 +63,12 @@ public struct Response: Sendable {
     /// A response whose fields are parsed from `fieldLines` (as ``ResponseHeadParser`` keeps
     /// them) when first read.
     init(
-        status: HTTPResponse.Status, fieldLines: [UInt8], body: Data, fileURL: URL?, effectiveURL: URL?,
+        status: HTTPResponse.Status, fieldLines: [UInt8], body: Data, fileURL: URL?, effectiveTarget: LazyURL?,
         httpVersion: HTTPVersion, metrics: TransferMetrics, attempts: Int
     ) {
         self.init(status: status, headerFields: HTTPFields(), body: body, fileURL: fileURL,
-                  effectiveURL: effectiveURL, httpVersion: httpVersion, metrics: metrics, attempts: attempts)
+                  effectiveURL: nil, httpVersion: httpVersion, metrics: metrics, attempts: attempts)
+        self.effectiveTarget = effectiveTarget
         fieldStorage = .raw(RawFieldLines(fieldLines))
     }
 }
