@@ -43,6 +43,16 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// Handlers to hand to their queues once this turn's transfers are on the wire (see
     /// ``afterThisTurn(on:batched:_:)``).
     @exclusivity(unchecked) private var deferredCallbacks: [(queue: DispatchQueue, batched: Bool, work: @Sendable () -> Void)] = []
+    /// Empty lists that a turn swaps with the lists above and the inbox's, to take their
+    /// items without allocating: copying a list out and clearing it with
+    /// `removeAll(keepingCapacity:)` while the copy lived made a new buffer every turn.
+    @exclusivity(unchecked) private var spareInbox: [Command] = []
+    @exclusivity(unchecked) private var spareCommands: [Command] = []
+    @exclusivity(unchecked) private var spareDeferred: [() -> Void] = []
+    @exclusivity(unchecked) private var spareCallbacks: [(queue: DispatchQueue, batched: Bool, work: @Sendable () -> Void)] = []
+    /// A spare list that grew past this many items is dropped rather than kept (a burst of
+    /// 100,000 adds should not hold its buffer for the engine's life).
+    private static let maxSpareCapacity = 1024
     private let maxIdleHandles = 256
 
     private static let globalInit: Void = {
@@ -115,19 +125,20 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
             // Scoped: the commands (and the transfers they hold) are let go of before the
             // engine sleeps, not kept until the next turn.
             do {
-                let commands = inbox.withLock { inbox in
-                    defer { inbox.commands.removeAll(keepingCapacity: true) }
-                    return inbox.commands
-                }
+                var commands = spareInbox
+                spareInbox = []  // `commands` holds the only reference, so the inbox gets it unshared
+                inbox.withLock { swap(&$0.commands, &commands) }
                 for command in commands { handle(command) }
+                commands.removeAll(keepingCapacity: commands.capacity <= Self.maxSpareCapacity)
+                spareInbox = commands
             }
             // Transfers that finish in a perform often start others (a queue's next
             // operations): a second perform puts those on the wire before anyone is woken.
             var rounds = 0
             repeat {
-                let local = localCommands
-                localCommands.removeAll(keepingCapacity: true)
-                for command in local { handle(command) }
+                swap(&localCommands, &spareCommands)
+                for command in spareCommands { handle(command) }  // may add to localCommands
+                spareCommands.removeAll(keepingCapacity: spareCommands.capacity <= Self.maxSpareCapacity)
                 curl_multi_perform(multi, &running)
                 drainMessages()
                 rounds += 1
@@ -161,17 +172,25 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
 
     private func runDeferred() {
         while !deferred.isEmpty || !deferredCallbacks.isEmpty {
-            let work = deferred
-            deferred.removeAll(keepingCapacity: true)
-            for item in work { item() }
+            swap(&deferred, &spareDeferred)
+            for item in spareDeferred { item() }  // may add to deferred
+            spareDeferred.removeAll(keepingCapacity: spareDeferred.capacity <= Self.maxSpareCapacity)
             dispatchDeferredCallbacks()
         }
     }
 
     private func dispatchDeferredCallbacks() {
         guard !deferredCallbacks.isEmpty else { return }
-        let callbacks = deferredCallbacks
-        deferredCallbacks.removeAll(keepingCapacity: true)
+        swap(&deferredCallbacks, &spareCallbacks)
+        dispatch(spareCallbacks)
+        spareCallbacks.removeAll(keepingCapacity: spareCallbacks.capacity <= Self.maxSpareCapacity)
+    }
+
+    private func dispatch(_ callbacks: [(queue: DispatchQueue, batched: Bool, work: @Sendable () -> Void)]) {
+        if callbacks.count == 1 {
+            callbacks[0].queue.async(execute: callbacks[0].work)  // one block, batched or not: no list, no wrapper
+            return
+        }
         var batchedQueues: [DispatchQueue] = []
         for callback in callbacks {
             guard callback.batched else {
@@ -181,7 +200,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
             if !batchedQueues.contains(where: { $0 === callback.queue }) { batchedQueues.append(callback.queue) }
         }
         for queue in batchedQueues {
-            let work = callbacks.count == 1 ? [callbacks[0].work] : callbacks.filter { $0.batched && $0.queue === queue }.map(\.work)
+            let work = callbacks.filter { $0.batched && $0.queue === queue }.map(\.work)
             queue.async { for item in work { item() } }
         }
     }

@@ -281,7 +281,7 @@ public final class RequestOperation: Sendable {
             }
         }
         let result = streamed
-        let (handlers, waiters, hooks, queue, observer) = state.withLock { state in
+        let taken = state.withLock { state in
             state.result = result
             defer {
                 state.observer = nil
@@ -292,13 +292,16 @@ public final class RequestOperation: Sendable {
                 state.finishHook = nil
                 state.moreFinishHooks = []
             }
-            let handlers = CompletionHandlers(
-                completion: state.completionHandler, download: state.downloadProgressHandler,
-                upload: state.uploadProgressHandler, lastDownload: state.lastDownload, lastUpload: state.lastUpload)
-            return (handlers, state.waiters, (state.finishHook, state.moreFinishHooks), state.callbackQueue, state.observer)
+            return Recipients(
+                handlers: CompletionHandlers(
+                    completion: state.completionHandler, download: state.downloadProgressHandler,
+                    upload: state.uploadProgressHandler, lastDownload: state.lastDownload, lastUpload: state.lastUpload),
+                waiters: state.waiters, finishHook: state.finishHook, moreFinishHooks: state.moreFinishHooks,
+                queue: state.callbackQueue, observer: state.observer)
         }
-        hooks.0?(self)
-        for hook in hooks.1 { hook(self) }
+        let (handlers, waiters, queue, observer) = (taken.handlers, taken.waiters, taken.queue, taken.observer)
+        taken.finishHook?(self)
+        for hook in taken.moreFinishHooks { hook(self) }
         observer?(.finished(result))
         let callsHandlers = !handlers.isEmpty
         guard !waiters.isEmpty || callsHandlers else { return }
@@ -320,6 +323,20 @@ public final class RequestOperation: Sendable {
                 queue.async { handlers.call(with: result) }
             }
         }
+    }
+
+    /// Everything a finished operation's outcome goes to, taken out of its state at once.
+    ///
+    /// A struct, not a tuple: closures in a tuple that `withLock` returns as its generic
+    /// result are converted to the generic calling convention and back, which allocated a
+    /// thunk for each one (two per operation) and called the hooks through it.
+    private struct Recipients {
+        let handlers: CompletionHandlers
+        let waiters: [CheckedContinuation<Result<Response, RequestError>, Never>]
+        let finishHook: (@Sendable (RequestOperation) -> Void)?
+        let moreFinishHooks: [@Sendable (RequestOperation) -> Void]
+        let queue: DispatchQueue
+        let observer: (@Sendable (Observation) -> Void)?
     }
 
     /// The handlers of a finished operation, taken out of its state to be called once.
