@@ -173,6 +173,32 @@ import Testing
         }
     }
 
+    @Test func handlersOnTheDefaultQueueRunInTheOrderTheOperationsFinished() async throws {
+        // One slot, first in first out: the operations finish in order, and their handlers must
+        // run in that order and one at a time on the serial default queue, whether a turn hands
+        // over one handler (as it is) or several (in one block). Every third handler is slow
+        // (2 ms of work, a GET here takes about 0.1), so that completions pile up behind it: a
+        // handler sent anywhere but that serial queue would overtake it.
+        try await withTestServer { server in
+            let queue = RequestQueue(maxConcurrentRequestCount: 1)
+            let order = Box([Int]())
+            let running = Box(0)
+            let overlaps = Box(0)
+            let (allRan, allRanSignal) = AsyncStream<Void>.makeStream()
+            for index in 0..<300 {
+                queue.add(Request(string: server.url("/bytes/16").absoluteString + "?i=\(index)")) { _ in
+                    if running.update({ $0 += 1; return $0 }) > 1 { overlaps.update { $0 += 1 } }
+                    if index.isMultiple(of: 3) { usleep(2_000) }
+                    running.update { $0 -= 1 }
+                    if order.update({ $0.append(index); return $0.count }) == 300 { allRanSignal.finish() }
+                }
+            }
+            for await _ in allRan {}
+            #expect(order.value == Array(0..<300))
+            #expect(overlaps.value == 0)
+        }
+    }
+
     @Test func perHostLimitsCountEachOriginApartAndRaisingThemStartsParkedOperations() async throws {
         try await withTestServer { one in
             try await withTestServer { two in  // same host, another port: another origin

@@ -32,10 +32,35 @@ enum LazyURL: Hashable, Sendable {
 
         var url: URL {
             if let box = parsed.load() { return box.value }
-            // `URL(string:)` accepts every plain string (LazyURLTests check it on thousands of
-            // them); the fallback is never taken, and would not crash if it were.
-            let url = URL(string: string) ?? URL(string: "invalid:")!
+            // `URL(string:)` takes every plain string as it is (LazyURLTests check it on every
+            // character in every part and on thousands of generated strings); the fallback
+            // is never taken in a release build, and would not crash if it were.
+            guard let url = URL(string: string) else {
+                assertionFailure("URL(string:) refused a plain URL string: \(string.debugDescription)")
+                return parsed.storeIfNil(Box(URL(string: "invalid:")!)).value
+            }
             return parsed.storeIfNil(Box(url)).value
+        }
+
+        /// Whether the string was parsed into a `URL` (someone read it).
+        var isParsed: Bool { parsed.load() != nil }
+
+        /// The host as written: the characters after `://` up to a `:`, `/`, `?`, `#` or the
+        /// end (a plain string's host has no user info, brackets or escapes).
+        var host: String {
+            let afterScheme = string.utf8.dropFirst(schemeLength + 3)
+            let end = afterScheme.firstIndex { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "/")
+                || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? afterScheme.endIndex
+            return String(Substring(afterScheme[..<end]))
+        }
+
+        /// The port's digits after the host, or `nil` for none.
+        var port: Int? {
+            let afterScheme = string.utf8.dropFirst(schemeLength + 3)
+            guard let colon = afterScheme.firstIndex(where: { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "/")
+                || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }), afterScheme[colon] == UInt8(ascii: ":") else { return nil }
+            let digits = afterScheme[afterScheme.index(after: colon)...].prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+            return Int(String(Substring(digits)))
         }
     }
 

@@ -33,7 +33,8 @@ public struct Response: Sendable {
         get { effectiveTarget?.url }
         set { effectiveTarget = newValue.map(LazyURL.parsed) }
     }
-    private var effectiveTarget: LazyURL?
+    /// The effective URL as the engine got it (the request's own string, when kept).
+    private(set) var effectiveTarget: LazyURL?
     /// The HTTP version the final response used.
     public var httpVersion: HTTPVersion
     /// Timings and sizes of the attempt that produced this response.

@@ -101,7 +101,7 @@ public final class RequestQueue: Sendable {
         }
 
         private static func origin(of _: OperationKey, _ member: Member) -> String {
-            RequestQueue.origin(of: member.operation.request.url)
+            RequestQueue.origin(of: member.operation.request.target)
         }
     }
 
@@ -277,8 +277,21 @@ public final class RequestQueue: Sendable {
 
     /// The origin per-host limits count by: scheme, host and port.
     static func origin(of url: URL) -> String {
-        let scheme = url.scheme?.lowercased() ?? ""
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+        origin(scheme: url.scheme, host: url.host, port: url.port)
+    }
+
+    /// The origin of a request's URL; one kept as a string is not parsed (the queue asks for
+    /// origins under its lock, often on the engine thread).
+    static func origin(of target: LazyURL) -> String {
+        switch target {
+        case .parsed(let url): origin(of: url)
+        case .text(let text): origin(scheme: target.scheme, host: text.host, port: text.port)
+        }
+    }
+
+    private static func origin(scheme: String?, host: String?, port: Int?) -> String {
+        let scheme = scheme?.lowercased() ?? ""
+        let port = port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(host?.lowercased() ?? ""):\(port)"
     }
 }
