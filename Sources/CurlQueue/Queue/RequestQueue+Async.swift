@@ -26,6 +26,10 @@ extension RequestQueue {
     }
 
     /// Returns once the queue is empty: no operation running or pending.
+    ///
+    /// Every operation's outcome is decided by then, but the completion handlers of the last
+    /// ones may still be waiting for, or running on, their callback queues: to know that a
+    /// handler ran, have the handler say so.
     public func waitUntilAllOperationsAreFinished() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let empty = state.withLock { state in
