@@ -5,15 +5,17 @@ import HTTPTypes
 /// transfers, so its connection-independent caches survive. Engine thread only.
 ///
 /// A handle whose transfer ended well keeps its options: when the next transfer would set the
-/// same ones (``configuration``, compared by `Transfer.configure`), it only gets a new URL and
-/// new callback data, as a C program re-adds its handles. Any other transfer starts from a
-/// handle that `curl_easy_reset` put back to libcurl's defaults.
+/// same ones (``configuration``, compared in place by `Transfer.configure`), it only gets a new
+/// URL and new callback data, as a C program re-adds its handles. Any other transfer starts from
+/// a handle that `curl_easy_reset` put back to libcurl's defaults.
 final class EasyHandle {
     let easy: UnsafeMutableRawPointer
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// The options the handle holds, when they can be reused as they are; nil after a reset,
     /// and after a transfer whose options were its own (a body, header fields, a Range).
-    @exclusivity(unchecked) var configuration: ReusableOptions?
+    /// Boxed: each transfer reads them, and reading a struct of strings out of a class's
+    /// optional property copied it (retaining every string) where a box is one retain.
+    @exclusivity(unchecked) var configuration: Box<ReusableOptions>?
     /// False once options were set since the last reset.
     @exclusivity(unchecked) private var isReset = true
 
@@ -22,14 +24,6 @@ final class EasyHandle {
         self.easy = easy
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
-    }
-
-    /// Whether the handle holds exactly `options`. Compared in place: `Optional`'s `==` went
-    /// through generic value witnesses, copying the options (and retaining their strings)
-    /// four times per transfer.
-    func holds(_ options: ReusableOptions) -> Bool {
-        guard let held = configuration else { return false }
-        return held == options
     }
 
     /// Before a transfer that sets every option: back to libcurl's defaults if needed.

@@ -35,8 +35,9 @@ extension Transfer {
         handle.errorBuffer[0] = 0
         urlString = request.target.absoluteString
         let protocols = Self.protocolList(request.allowedSchemes)
-        let reusable = reusableOptions(scheme: scheme, protocols: protocols)
-        if let reusable, handle.holds(reusable) {
+        let https = scheme == "https"
+        let reusable = hasReusableOptions
+        if reusable, let held = handle.configuration, held.value.match(self, https: https, protocols: protocols) {
             set(CURLOPT_URL, urlString)
             setTransferPointers(easy, this)
             if status != CURLE_OK {
@@ -111,7 +112,7 @@ extension Transfer {
         if status != CURLE_OK {
             throw .invalidRequest("libcurl refused an option: \(String(cString: curl_easy_strerror(status)))")
         }
-        handle.configuration = bufferSizeTaken ? reusable : nil
+        handle.configuration = bufferSizeTaken && reusable ? Box(reusableOptions(https: https, protocols: protocols)) : nil
     }
 
     /// The options that point at this transfer: the engine's way back to it, and the
@@ -123,15 +124,23 @@ extension Transfer {
         if wantsProgress { _ = ccurl_easy_setopt_pointer(easy, CURLOPT_XFERINFODATA, this) }
     }
 
-    /// Everything but the URL and the transfer's pointers that decides the options
-    /// ``configure(_:)`` sets, for a transfer whose options hold nothing of its own: no body,
-    /// no header fields, no Range. Nil for the others, whose handle is reset after them.
-    private func reusableOptions(scheme: String, protocols: String) -> ReusableOptions? {
-        guard request.body == nil, request.headerFields.isEmpty, file.map({ $0.resumeOffset == 0 }) ?? true else { return nil }
+    /// Whether this transfer's options hold nothing of its own — no body, no header fields, no
+    /// Range — so that a handle may keep them for a like transfer (``ReusableOptions``).
+    /// The handles of the others are reset after them.
+    private var hasReusableOptions: Bool {
+        guard request.body == nil, request.headerFields.isEmpty, file.map({ $0.resumeOffset == 0 }) ?? true else { return false }
         let method = request.method
-        if method == .post || method == .put || method == .patch { return nil }  // these send an empty body
-        return ReusableOptions(
-            method: method, https: scheme == "https", protocols: protocols, redirectPolicy: request.redirectPolicy,
+        return method != .post && method != .put && method != .patch  // these send an empty body
+    }
+
+    /// Everything but the URL and the transfer's pointers that decides the options
+    /// ``configure(_:)`` sets, for a transfer with ``hasReusableOptions``. Built only for a
+    /// handle to keep: a transfer is compared with a handle's options in place
+    /// (``ReusableOptions/match(_:https:protocols:)``, at the end of this file), as building
+    /// them copied and retained every string they hold, on each transfer.
+    fileprivate func reusableOptions(https: Bool, protocols: String) -> ReusableOptions {
+        ReusableOptions(
+            method: request.method, https: https, protocols: protocols, redirectPolicy: request.redirectPolicy,
             timeouts: request.timeouts, maxResponseBodySize: request.maxResponseBodySize, tls: request.tls,
             wantsProgress: wantsProgress, receiveBufferSize: receiveBufferSize)
     }
@@ -212,5 +221,22 @@ extension Transfer {
         headerList = nil
         easy = nil
         upload = nil
+    }
+}
+
+extension ReusableOptions {
+    /// Whether these are the options `reusableOptions(https:protocols:)` would build for
+    /// `transfer`, compared field by field without building them. The two must name the same
+    /// fields: debug builds (the tests') check that this agrees with `==` on the built options.
+    func match(_ transfer: Transfer, https: Bool, protocols: String) -> Bool {
+        let request = transfer.request
+        let matches = self.https == https && receiveBufferSize == transfer.receiveBufferSize
+            && wantsProgress == transfer.wantsProgress && method == request.method
+            && self.protocols == protocols && redirectPolicy == request.redirectPolicy
+            && timeouts == request.timeouts && maxResponseBodySize == request.maxResponseBodySize
+            && tls == request.tls
+        assert(matches == (self == transfer.reusableOptions(https: https, protocols: protocols)),
+               "match(_:https:protocols:) and reusableOptions(https:protocols:) name different fields")
+        return matches
     }
 }
