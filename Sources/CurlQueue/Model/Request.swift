@@ -44,63 +44,57 @@ public struct Request: Hashable, Sendable {
     /// which is what libcurl takes, and parses it into a `URL` on the first read of this
     /// property only (the result is kept).
     public var url: URL {
-        get { storage.values.target.url }
-        set { update(\.target, to: .parsed(newValue)) }
+        get { values.value.target.url }
+        set { values.value.target = .parsed(newValue) }
     }
     /// The URL as the engine uses it: the string for libcurl and the scheme, with no parsing.
-    var target: LazyURL { storage.values.target }
+    var target: LazyURL { values.value.target }
     /// The method; any token is allowed, not only the common ones.
     public var method: HTTPRequest.Method {
-        get { storage.values.method }
-        set { update(\.method, to: newValue) }
+        get { values.value.method }
+        set { values.value.method = newValue }
     }
     /// Header fields, in order; a name may repeat.
     public var headerFields: HTTPFields {
-        get { storage.values.headerFields }
-        _modify {
-            makeUnique()
-            yield &storage.values.headerFields
-        }
+        get { values.value.headerFields }
+        _modify { yield &values.value.headerFields }
     }
     /// The body sent with the request, or `nil` for none.
     public var body: Body? {
-        get { storage.values.body }
-        set { update(\.body, to: newValue) }
+        get { values.value.body }
+        set { values.value.body = newValue }
     }
     /// Limits on how long the transfer may take.
     public var timeouts: Timeouts {
-        get { storage.values.timeouts }
-        set { update(\.timeouts, to: newValue) }
+        get { values.value.timeouts }
+        set { values.value.timeouts = newValue }
     }
     /// Whether and how far redirects are followed.
     public var redirectPolicy: RedirectPolicy {
-        get { storage.values.redirectPolicy }
-        set { update(\.redirectPolicy, to: newValue) }
+        get { values.value.redirectPolicy }
+        set { values.value.redirectPolicy = newValue }
     }
     /// When set, a successful (2xx) response body streams to `<destination>.part`, which is
     /// renamed atomically to `destination` once complete. Error responses stay in memory.
     public var destination: URL? {
-        get { storage.values.destination }
-        set { update(\.destination, to: newValue) }
+        get { values.value.destination }
+        set { values.value.destination = newValue }
     }
     /// With a ``destination``: when `<destination>.part` exists, ask for the rest of it with a
     /// `Range` header and append on `206 Partial Content`; a `200 OK` starts over cleanly.
     public var resume: Bool {
-        get { storage.values.resume }
-        set { update(\.resume, to: newValue) }
+        get { values.value.resume }
+        set { values.value.resume = newValue }
     }
     /// Certificate trust for HTTPS.
     public var tls: TLSOptions {
-        get { storage.values.tls }
-        set { update(\.tls, to: newValue) }
+        get { values.value.tls }
+        set { values.value.tls = newValue }
     }
     /// The URL schemes this request may use, also after a redirect. Defaults to http and https.
     public var allowedSchemes: Set<String> {
-        get { storage.values.allowedSchemes }
-        _modify {
-            makeUnique()
-            yield &storage.values.allowedSchemes
-        }
+        get { values.value.allowedSchemes }
+        _modify { yield &values.value.allowedSchemes }
     }
 
     /// `["http", "https"]`, the default of ``allowedSchemes``: one set shared by every request
@@ -112,30 +106,27 @@ public struct Request: Hashable, Sendable {
     /// otherwise as soon as the limit is passed — and its `.part` file is deleted. Bodies are
     /// counted as they arrive on the wire: CurlQueue does not ask for or decode compressed ones.
     public var maxResponseBodySize: Int64? {
-        get { storage.values.maxResponseBodySize }
-        set { update(\.maxResponseBodySize, to: newValue) }
+        get { values.value.maxResponseBodySize }
+        set { values.value.maxResponseBodySize = newValue }
     }
     /// When true, a body that has no ``destination`` to go to is counted (progress, metrics) but
     /// not kept: ``Response/body`` is empty. For transfers that only need the status, the
     /// fields or the size, at no memory cost however large the body.
     public var discardsBody: Bool {
-        get { storage.values.discardsBody }
-        set { update(\.discardsBody, to: newValue) }
+        get { values.value.discardsBody }
+        set { values.value.discardsBody = newValue }
     }
 
     /// Problems found while building the request, reported when it runs.
     var problems: [String] {
-        get { storage.values.problems }
-        _modify {
-            makeUnique()
-            yield &storage.values.problems
-        }
+        get { values.value.problems }
+        _modify { yield &values.value.problems }
     }
 
-    /// The stored values of a request, behind one reference: copying a request (into an
-    /// operation, a transfer, a caller's array) retains one object instead of each URL, string,
-    /// set and field list it holds — about nine references, each retained on a copy and
-    /// released after it, and a request was copied five times on its way to libcurl.
+    /// The stored values of a request, behind one reference (``CopyOnWrite``): copying a
+    /// request (into an operation, a transfer, a caller's array) retains one object instead of
+    /// each URL, string, set and field list it holds — about nine references, each retained on
+    /// a copy and released after it, and a request was copied five times on its way to libcurl.
     struct Values: Hashable, Sendable {
         var target: LazyURL
         var method: HTTPRequest.Method
@@ -152,32 +143,12 @@ public struct Request: Hashable, Sendable {
         var problems: [String] = []
     }
 
-    /// Copy on write: changed in place only while one request holds it.
-    final class Storage: @unchecked Sendable {  // safe: `values` changes only through a request that holds the sole reference (`makeUnique`), so a storage two threads can see is never written
-        /// No dynamic exclusivity checks, which every read of the engine's would pay for: a
-        /// storage is written only through the one request that holds it, so two overlapping
-        /// accesses to it are two overlapping accesses to that request, which Swift's own checks
-        /// on the request (static for a local, dynamic for a class's property) catch first.
-        @exclusivity(unchecked) var values: Values
-
-        init(_ values: Values) { self.values = values }
-    }
-
-    private var storage: Storage
-
-    private mutating func makeUnique() {
-        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.values) }
-    }
-
-    /// Sets one stored value, copying the values first when another request shares them.
-    private mutating func update<Value>(_ path: WritableKeyPath<Values, Value>, to value: Value) {
-        makeUnique()
-        storage.values[keyPath: path] = value
-    }
+    /// The stored values, copied on write.
+    private var values: CopyOnWrite<Values>
 
     /// Equal when every stored value is equal (the same storage is equal without a look).
     public static func == (lhs: Request, rhs: Request) -> Bool {
-        lhs.storage === rhs.storage || lhs.storage.values == rhs.storage.values
+        lhs.values.isShared(with: rhs.values) || lhs.values.value == rhs.values.value
     }
 
     /// Creates a request.
@@ -193,7 +164,7 @@ public struct Request: Hashable, Sendable {
         tls: TLSOptions = TLSOptions(),
         allowedSchemes: Set<String> = Request.webSchemes
     ) {
-        storage = Storage(Values(
+        values = CopyOnWrite(Values(
             target: .parsed(url), method: method, headerFields: headerFields, body: body, timeouts: timeouts,
             redirectPolicy: redirectPolicy, destination: destination, resume: resume, tls: tls,
             allowedSchemes: allowedSchemes))
@@ -208,7 +179,7 @@ public struct Request: Hashable, Sendable {
     public init(string: String, method: HTTPRequest.Method = .get) {
         self.init(url: Self.placeholderURL, method: method)
         if let target = LazyURL(string: string) {
-            storage.values.target = target  // a new storage: this request holds the only reference
+            values.value.target = target  // a new storage, held by this request only: set in place
         } else {
             self.problems.append("malformed URL: \(string.debugDescription)")
         }

@@ -6,59 +6,89 @@ import Synchronization
 /// transfer that got no complete answer is a ``RequestError``.
 public struct Response: Sendable {
     /// The status of the final response (after redirects).
-    public var status: HTTPResponse.Status
+    public var status: HTTPResponse.Status {
+        get { values.value.status }
+        set { values.value.status = newValue }
+    }
     /// The header fields of the final response, in the order received.
     ///
     /// A response from the engine parses its fields on the first read of this property (from
     /// any thread; the result is kept), so a caller that never looks at them pays nothing.
     public var headerFields: HTTPFields {
         get {
-            switch fieldStorage {
+            switch values.value.fieldStorage {
             case .parsed(let fields): fields
             case .raw(let lines): lines.fields
             }
         }
-        set { fieldStorage = .parsed(newValue) }
+        set { values.value.fieldStorage = .parsed(newValue) }
     }
-    private var fieldStorage: FieldStorage
     /// The body. Empty when a successful body went to the request's destination file.
-    public var body: Data
+    public var body: Data {
+        get { values.value.body }
+        _modify { yield &values.value.body }
+    }
     /// The destination file holding the body, for a successful download to a file.
-    public var fileURL: URL?
+    public var fileURL: URL? {
+        get { values.value.fileURL }
+        set { values.value.fileURL = newValue }
+    }
     /// The URL of the final response, after redirects.
     ///
     /// When no redirect happened, this is the request's own URL; one the request kept as a
     /// string is parsed on the first read of this property (the result is kept).
     public var effectiveURL: URL? {
-        get { effectiveTarget?.url }
-        set { effectiveTarget = newValue.map(LazyURL.parsed) }
+        get { values.value.effectiveTarget?.url }
+        set { values.value.effectiveTarget = newValue.map(LazyURL.parsed) }
     }
     /// The effective URL as the engine got it (the request's own string, when kept).
-    private(set) var effectiveTarget: LazyURL?
+    var effectiveTarget: LazyURL? { values.value.effectiveTarget }
     /// The HTTP version the final response used.
-    public var httpVersion: HTTPVersion
+    public var httpVersion: HTTPVersion {
+        get { values.value.httpVersion }
+        set { values.value.httpVersion = newValue }
+    }
     /// Timings and sizes of the attempt that produced this response.
-    public var metrics: TransferMetrics
+    public var metrics: TransferMetrics {
+        get { values.value.metrics }
+        set { values.value.metrics = newValue }
+    }
     /// How many attempts were made, the first included.
-    public var attempts: Int
+    public var attempts: Int {
+        get { values.value.attempts }
+        set { values.value.attempts = newValue }
+    }
+
+    /// The stored values of a response, behind one reference (``CopyOnWrite``): a response is
+    /// copied about seven times between libcurl and its handler (the attempt's outcome, the
+    /// operation's result, the hand-over to the callback queue), and each copy retained and
+    /// released its status text, body, fields and URLs.
+    private struct Values: Sendable {
+        var status: HTTPResponse.Status
+        var fieldStorage: FieldStorage
+        var body: Data
+        var fileURL: URL?
+        var effectiveTarget: LazyURL?
+        var httpVersion: HTTPVersion
+        var metrics: TransferMetrics
+        var attempts: Int
+    }
 
     private enum FieldStorage: Sendable {
         case parsed(HTTPFields)
         case raw(RawFieldLines)
     }
 
+    private var values: CopyOnWrite<Values>
+
     init(
         status: HTTPResponse.Status, headerFields: HTTPFields, body: Data, fileURL: URL?, effectiveURL: URL?,
         httpVersion: HTTPVersion, metrics: TransferMetrics, attempts: Int
     ) {
-        self.status = status
-        self.fieldStorage = .parsed(headerFields)
-        self.body = body
-        self.fileURL = fileURL
-        self.effectiveTarget = effectiveURL.map(LazyURL.parsed)
-        self.httpVersion = httpVersion
-        self.metrics = metrics
-        self.attempts = attempts
+        values = CopyOnWrite(Values(
+            status: status, fieldStorage: .parsed(headerFields), body: body, fileURL: fileURL,
+            effectiveTarget: effectiveURL.map(LazyURL.parsed), httpVersion: httpVersion, metrics: metrics,
+            attempts: attempts))
     }
 
     /// A response whose fields are parsed from `fieldLines` (as ``ResponseHeadParser`` keeps
@@ -67,10 +97,9 @@ public struct Response: Sendable {
         status: HTTPResponse.Status, fieldLines: [UInt8], body: Data, fileURL: URL?, effectiveTarget: LazyURL?,
         httpVersion: HTTPVersion, metrics: TransferMetrics, attempts: Int
     ) {
-        self.init(status: status, headerFields: HTTPFields(), body: body, fileURL: fileURL,
-                  effectiveURL: nil, httpVersion: httpVersion, metrics: metrics, attempts: attempts)
-        self.effectiveTarget = effectiveTarget
-        fieldStorage = .raw(RawFieldLines(fieldLines))
+        values = CopyOnWrite(Values(
+            status: status, fieldStorage: .raw(RawFieldLines(fieldLines)), body: body, fileURL: fileURL,
+            effectiveTarget: effectiveTarget, httpVersion: httpVersion, metrics: metrics, attempts: attempts))
     }
 }
 

@@ -109,7 +109,9 @@ extension RequestOperation {
                 }
                 switch outcome {
                 case .response(var response):
-                    response.attempts = attempt
+                    // Set only when it differs: the engine's response already counts its attempt,
+                    // and a write to a response still shared with `outcome` copies its values.
+                    if response.attempts != attempt { response.attempts = attempt }
                     state = .finished(cancelled: false)
                     return .complete(.success(response))
                 case .failure(let error):
