@@ -45,22 +45,23 @@ enum LazyURL: Hashable, Sendable {
         /// Whether the string was parsed into a `URL` (someone read it).
         var isParsed: Bool { parsed.load() != nil }
 
-        /// The host as written: the characters after `://` up to a `:`, `/`, `?`, `#` or the
-        /// end (a plain string's host has no user info, brackets or escapes).
-        var host: String {
-            let afterScheme = string.utf8.dropFirst(schemeLength + 3)
-            let end = afterScheme.firstIndex { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "/")
-                || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? afterScheme.endIndex
-            return String(Substring(afterScheme[..<end]))
-        }
+        /// The host as written: the authority up to its `:` (a plain string's host has no
+        /// user info, brackets or escapes).
+        var host: String { String(Substring(authority.prefix { $0 != UInt8(ascii: ":") })) }
 
         /// The port's digits after the host, or `nil` for none.
         var port: Int? {
-            let afterScheme = string.utf8.dropFirst(schemeLength + 3)
-            guard let colon = afterScheme.firstIndex(where: { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "/")
-                || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }), afterScheme[colon] == UInt8(ascii: ":") else { return nil }
-            let digits = afterScheme[afterScheme.index(after: colon)...].prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
-            return Int(String(Substring(digits)))
+            let authority = authority
+            guard let colon = authority.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+            return Int(String(Substring(authority[authority.index(after: colon)...])))
+        }
+
+        /// The characters after `://` up to a `/`, `?`, `#` or the end: in a plain string, a
+        /// host of unreserved characters and an optional `:` with one to five digits.
+        private var authority: Substring.UTF8View {
+            string.utf8.dropFirst(schemeLength + 3).prefix {
+                $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#")
+            }
         }
     }
 
@@ -99,7 +100,7 @@ enum LazyURL: Hashable, Sendable {
         }
     }
 
-    /// Whether the URL stands alone, not relative to a base URL.
+    /// Whether the URL is relative to a base URL (a string kept as text never is).
     var hasBase: Bool {
         switch self {
         case .parsed(let url): url.baseURL != nil

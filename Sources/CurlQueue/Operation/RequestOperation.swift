@@ -281,7 +281,7 @@ public final class RequestOperation: Sendable {
             }
         }
         let result = streamed
-        let taken = state.withLock { state in
+        let recipients = state.withLock { state in
             state.result = result
             defer {
                 state.observer = nil
@@ -299,10 +299,10 @@ public final class RequestOperation: Sendable {
                 waiters: state.waiters, finishHook: state.finishHook, moreFinishHooks: state.moreFinishHooks,
                 queue: state.callbackQueue, observer: state.observer)
         }
-        let (handlers, waiters, queue, observer) = (taken.handlers, taken.waiters, taken.queue, taken.observer)
-        taken.finishHook?(self)
-        for hook in taken.moreFinishHooks { hook(self) }
-        observer?(.finished(result))
+        recipients.finishHook?(self)
+        for hook in recipients.moreFinishHooks { hook(self) }
+        recipients.observer?(.finished(result))
+        let handlers = recipients.handlers, waiters = recipients.waiters, queue = recipients.queue
         let callsHandlers = !handlers.isEmpty
         guard !waiters.isEmpty || callsHandlers else { return }
         // On the engine thread the hooks above may have started the queue's next operation:
