@@ -592,6 +592,13 @@ fileprivate func withFolder<T>(_ body: (URL) async throws -> T) async throws -> 
                     let part = folder.appendingPathComponent("\(200_000 + index).part")
                     #expect(await waitForFile(part.path, atLeast: 20_000), "\(part.lastPathComponent) never started")
                 }
+                // The two quick files are in place (renamed whole) before the kill, so that the
+                // only .part files are the held ones: under ThreadSanitizer a quick file was
+                // once still arriving when the held ones had reached 20,000 bytes.
+                for index in 1...2 {
+                    let done = folder.appendingPathComponent("\(5_000 + index)")
+                    #expect(await waitForFile(done.path, atLeast: Int64(5_000 + index)), "\(done.lastPathComponent) never finished")
+                }
                 process.send(SIGKILL)
                 let killed = await process.finish()
                 #expect(killed.killedBySignal && killed.status == 128 + SIGKILL, "\(killed)")
