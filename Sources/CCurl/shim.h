@@ -1,12 +1,14 @@
 // CCurl: libcurl for Swift.
 //
 // Swift cannot call C variadic functions, so curl_easy_setopt, curl_easy_getinfo and
-// curl_multi_setopt are wrapped here, one static inline function per argument type.
+// curl_multi_setopt are wrapped here, one static inline function per argument type; the one
+// allocator hint below is here too, so that no compiler can drop it.
 // This header is the only C in CurlQueue.
 #ifndef CCURL_SHIM_H
 #define CCURL_SHIM_H
 
 #include <curl/curl.h>
+#include <stdlib.h>
 
 static inline CURLcode ccurl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
@@ -76,6 +78,22 @@ static inline CURLcode ccurl_msg_result(const CURLMsg *message) {
 // a macro expression Swift does not import.
 static inline CURLcode ccurl_easy_unpause(CURL *handle) {
     return curl_easy_pause(handle, CURLPAUSE_CONT);
+}
+
+// Allocates a block of `size` bytes, touches it and frees it, through pointers the compiler
+// must not optimise away (a malloc and free pair with nothing between is otherwise deleted).
+//
+// With glibc, a block above its mapping threshold (128 KiB at first) is a mapping of its own,
+// and freeing such a block raises the mapping threshold to its size and the trim threshold
+// (how much free memory may stay at the top of a heap before it goes back to the system) to
+// twice that: glibc's own rule for a program that allocates and frees big blocks in turn.
+// CurlEngine calls this once, with the largest receive buffer it asks libcurl for; see there.
+static inline void ccurl_free_block_of_size(size_t size) {
+    char *volatile block = malloc(size);
+    if (block) {
+        block[0] = 0;
+        free(block);
+    }
 }
 
 #endif

@@ -57,7 +57,30 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
 
     private static let globalInit: Void = {
         curl_global_init(Int(CURL_GLOBAL_ALL))
+        prepareAllocator()
     }()
+
+    /// Keeps glibc from giving the receive buffers' memory back to the system after every
+    /// transfer, to fault it in again for the next one.
+    ///
+    /// libcurl 7.88 allocates a transfer's receive buffer (120 KiB for a body kept in memory)
+    /// when the transfer starts and frees it when it ends. The buffers of the transfers
+    /// running lie side by side; when several end in one turn, their freed blocks join the
+    /// free memory at the top of the engine thread's heap, and glibc returns the top to the
+    /// system (`madvise`) once more than its trim threshold, 128 KiB at first, is free there.
+    /// The next transfers then fault every page they read into back in: at concurrency 8 to 16
+    /// most runs of 10,000 small GETs made about 1,100 `madvise` calls and 8,000 extra page
+    /// faults, and took 8 to 10 % more CPU time (docs/performance.md).
+    ///
+    /// Freeing one block of the size of the largest receive buffer (a body written to a
+    /// file's) puts glibc in the state the first download to a file would: blocks up to that
+    /// size come from the heap, and up to twice that may stay free at its top, which holds the
+    /// buffers of 8 transfers. glibc's own settings win: when the process set a threshold
+    /// (`mallopt`, `GLIBC_TUNABLES`), glibc no longer moves them, and this changes nothing. Other
+    /// C libraries just allocate and free one block.
+    static func prepareAllocator() {
+        ccurl_free_block_of_size(Transfer.fileReceiveBufferSize + 1)
+    }
 
     init(name: String) {
         Self.globalInit
