@@ -43,7 +43,8 @@ def parse_args():
     p.add_argument("--client-cpu", default="1")
     p.add_argument("--output", help="file name stem under Benchmarks/results/ (default latest, or quick)")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=PATH",
-                   help="another build of cq-bench, run like cq-handler as client cq@NAME (A/B of a library change)")
+                   help="another build of cq-bench, run like cq-handler as client cq@NAME and like cq-async as "
+                        "cq-async@NAME (A/B of a library change)")
     return p.parse_args()
 
 
@@ -205,8 +206,9 @@ LABELS = {
 }
 VARIANTS = dict(v.split("=", 1) for v in ARGS.variant)
 for _name in VARIANTS:
-    CLIENTS.append(f"cq@{_name}")
+    CLIENTS += [f"cq@{_name}", f"cq-async@{_name}"]
     LABELS[f"cq@{_name}"] = f"CurlQueue, handlers [{_name}]"
+    LABELS[f"cq-async@{_name}"] = f"CurlQueue, async [{_name}]"
 NOTES = {}
 
 
@@ -232,6 +234,8 @@ def client_command(client, w, server, work, out_dir):
         return [os.path.join(CBIN, "multi_bench")] + common + extra, None
     if client.startswith("cq@"):
         return [os.path.abspath(VARIANTS[client[3:]]), "--mode", "handler"] + common, None
+    if client.startswith("cq-async@"):
+        return [os.path.abspath(VARIANTS[client[9:]]), "--mode", "async"] + common, None
     if client in ("cq-handler", "cq-async"):
         mode = "handler" if client == "cq-handler" else "async"
         if w.name == "big-stream":

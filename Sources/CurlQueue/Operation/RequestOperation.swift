@@ -311,7 +311,7 @@ public final class RequestOperation: Sendable {
         // to the default callback queue at once.
         if engine.isOnEngineThread {
             if !waiters.isEmpty {
-                engine.afterThisTurn { for waiter in waiters { waiter.resume(returning: result) } }
+                engine.resumeAfterThisTurn { for waiter in waiters { waiter.resume(returning: result) } }
             }
             if callsHandlers {
                 // The default queue is serial: its handlers may share a block.
