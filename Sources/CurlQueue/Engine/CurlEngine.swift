@@ -54,9 +54,6 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// 100,000 adds should not hold its buffer for the engine's life).
     private static let maxSpareCapacity = 1024
     private let maxIdleHandles = 256
-    /// Where the continuations of the operations that finished in one turn are resumed when
-    /// there are several (see ``resumeAfterThisTurn(_:)``).
-    private let resumeQueue = DispatchQueue(label: "CurlQueue.resume")
 
     private static let globalInit: Void = {
         curl_global_init(Int(CURL_GLOBAL_ALL))
@@ -192,17 +189,20 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     }
 
     /// Runs `resume`, which resumes the continuations of tasks awaiting an operation that
-    /// finished in this turn, after the turn, as ``afterThisTurn(on:batched:_:)`` does: on the engine thread
-    /// when it is the turn's only one, else together with the turn's others in one block on a
-    /// serial queue of the engine's. Engine thread only.
+    /// finished in this turn, after the turn, as ``afterThisTurn(on:batched:_:)`` does: on the
+    /// engine thread when it is the turn's only one, else together with the turn's others in
+    /// one block on Dispatch's global queue. Engine thread only.
     ///
     /// Resuming a continuation wakes a thread of Swift's concurrency pool, which on a busy
     /// core takes the core from the thread that resumed it, runs the one task and sleeps
     /// again. Resumed one after another on the engine thread, the tasks of a turn cost about
     /// one and a half context switches each (15,000 to 17,000 per 10,000 awaited GETs at
-    /// concurrency 8 and 64, on one core); resumed from one block, they are all queued before
-    /// the pool's thread runs, and it runs them in a row (1,500 to 6,000). One task alone is
-    /// resumed where it is: the hop would add a wakeup.
+    /// concurrency 8 and 64, on one core). Resumed from one block, they are all queued before
+    /// a pool thread runs, and it runs them in a row: 1,500 to 6,000 switches from a serial
+    /// queue of the engine's, 550 to 3,600 from the global queue, whose threads on Linux are
+    /// the ones that run Swift's tasks. The blocks of two turns may run at once there; nothing
+    /// orders the resumes of different operations anyway. One task alone is resumed where it
+    /// is: the hop would add a wakeup.
     func resumeAfterThisTurn(_ resume: @escaping @Sendable () -> Void) {
         deferredResumes.append(resume)
     }
@@ -221,7 +221,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         }
         let resumes = deferredResumes
         deferredResumes = []  // the block keeps this buffer
-        resumeQueue.async { for resume in resumes { resume() } }
+        DispatchQueue.global().async { for resume in resumes { resume() } }
     }
 
     private func dispatchDeferredCallbacks() {
