@@ -38,6 +38,30 @@ import Testing
         await expectInvalid(Request(url: URL(string: url)!), containing: "not allowed")
     }
 
+    /// The allowed schemes are matched without regard to case, for the default set (which the
+    /// engine recognises by identity) as for a set of one's own, equal to it or not.
+    @Test func schemesAreMatchedWithoutRegardToCase() async throws {
+        try await withServer { server in
+            let url = server.url("/bytes/10").absoluteString
+            let upper = "HTTP" + url.dropFirst("http".count)
+            for schemes in [nil, Set(["https", "http"]), Set(["HTTP"])] as [Set<String>?] {
+                for string in [url, upper] {
+                    var request = Request(string: string)
+                    if let schemes { request.allowedSchemes = schemes }
+                    let result = await completion(of: RequestOperation(request: request))
+                    #expect((try? result.get())?.status == .ok, "\(string) with \(schemes.map { "\($0)" } ?? "the default schemes"): \(result)")
+                }
+            }
+            for schemes in [Set(["https"]), Set(["HTTPS", "ftp"])] {
+                for string in [url, upper] {
+                    var request = Request(string: string)
+                    request.allowedSchemes = schemes
+                    await expectInvalid(request, containing: "not allowed")
+                }
+            }
+        }
+    }
+
     @Test func headerValuesWithLineBreaksOrNULAreRefused() async throws {
         try await withServer { server in
             for value in ["a\r\nInjected: yes", "a\nb", "a\rb", "a\u{0}b"] {

@@ -12,10 +12,15 @@ extension Transfer {
     func configure(_ handle: EasyHandle) throws(RequestError) {
         if let problem = request.problems.first { throw .invalidRequest(problem) }
         let rawScheme = request.target.scheme ?? ""
-        let scheme = rawScheme.lowercased()
+        let scheme = rawScheme == "http" || rawScheme == "https" ? rawScheme : rawScheme.lowercased()
+        // The default set is one set shared by every request, so comparing with it is an
+        // identity check; it needs no hashing of the scheme, here or for the protocol list.
+        let allowed = request.allowedSchemes
+        let webOnly = allowed == Request.webSchemes
         // An exact match is the common case and needs no lowercasing of every allowed scheme.
-        guard request.allowedSchemes.contains(rawScheme)
-            || request.allowedSchemes.contains(where: { $0.lowercased() == scheme }) else {
+        guard webOnly
+            ? scheme == "http" || scheme == "https"
+            : allowed.contains(rawScheme) || allowed.contains(where: { $0.lowercased() == scheme }) else {
             throw .invalidRequest("scheme \(scheme.isEmpty ? "(none)" : scheme) is not allowed")
         }
         if let destination = request.destination, bodyStream == nil {
@@ -34,7 +39,7 @@ extension Transfer {
 
         handle.errorBuffer[0] = 0
         urlString = request.target.absoluteString
-        let protocols = Self.protocolList(request.allowedSchemes)
+        let protocols = webOnly ? Self.webProtocolList : Self.protocolList(allowed)
         let https = scheme == "https"
         let reusable = hasReusableOptions
         if reusable, let held = handle.configuration, held.value.match(self, https: https, protocols: protocols) {
@@ -212,10 +217,13 @@ extension Transfer {
     static let memoryReceiveBufferSize = 120 * 1024
     static let fileReceiveBufferSize = 512 * 1024
 
+    /// The protocols of the default ``Request/allowedSchemes`` for CURLOPT_PROTOCOLS_STR.
+    static let webProtocolList = "http,https"
+
     /// The comma-separated protocols for CURLOPT_PROTOCOLS_STR, without building the string
-    /// for the default set.
+    /// for a set equal to the default one.
     static func protocolList(_ schemes: Set<String>) -> String {
-        if schemes.count == 2, schemes.contains("http"), schemes.contains("https") { return "http,https" }
+        if schemes.count == 2, schemes.contains("http"), schemes.contains("https") { return webProtocolList }
         return schemes.map { $0.lowercased() }.sorted().joined(separator: ",")
     }
 
