@@ -55,12 +55,11 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// Awaiting tasks to resume once this turn's transfers are on the wire (see
     /// ``resumeAfterThisTurn(_:)``).
     @exclusivity(unchecked) private var deferredResumes: [@Sendable () -> Void] = []
-    /// Empty lists that a turn swaps with the lists above and the inbox's, to take their
+    /// Empty lists that a turn swaps with the inbox's and with `localCommands`, to take their
     /// items without allocating: copying a list out and clearing it with
     /// `removeAll(keepingCapacity:)` while the copy lived made a new buffer every turn.
     @exclusivity(unchecked) private var spareInbox: [Command] = []
     @exclusivity(unchecked) private var spareCommands: [Command] = []
-    @exclusivity(unchecked) private var spareCallbacks: [DeferredCallback] = []
     /// A spare list that grew past this many items is dropped rather than kept (a burst of
     /// 100,000 adds should not hold its buffer for the engine's life).
     private static let maxSpareCapacity = 1024
@@ -237,14 +236,26 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
 
     private func dispatchDeferredCallbacks() {
         guard !deferredCallbacks.isEmpty else { return }
-        swap(&deferredCallbacks, &spareCallbacks)
-        dispatch(spareCallbacks)
-        spareCallbacks.removeAll(keepingCapacity: spareCallbacks.capacity <= Self.maxSpareCapacity)
+        if deferredCallbacks.count == 1 {
+            // One block, batched or not: no list, no wrapper; the list keeps its buffer.
+            let callback = deferredCallbacks.removeLast()
+            callback.queue.async(execute: callback.work)
+            return
+        }
+        let callbacks = deferredCallbacks
+        // The blocks keep this buffer; the next turn's list gets one of the same size at
+        // once rather than growing into it.
+        deferredCallbacks = []
+        deferredCallbacks.reserveCapacity(min(callbacks.count, Self.maxSpareCapacity))
+        dispatch(callbacks)
     }
 
     private func dispatch(_ callbacks: [DeferredCallback]) {
-        if callbacks.count == 1 {
-            callbacks[0].queue.async(execute: callbacks[0].work)  // one block, batched or not: no list, no wrapper
+        // The usual turn: every handler batched for one queue (the default one). The block
+        // takes the list as it is, with no copy of it filtered per queue.
+        let queue = callbacks[0].queue
+        if callbacks.allSatisfy({ $0.batched && $0.queue === queue }) {
+            queue.async { for callback in callbacks { callback.work() } }
             return
         }
         var batchedQueues: [DispatchQueue] = []
