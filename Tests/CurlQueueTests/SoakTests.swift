@@ -38,6 +38,7 @@ import Testing
         var after: Measure
         var peakRSSBytes: Int
         var quietStateAttempts: Int
+        var leftSockets: [String]
     }
 
     /// Runs the Soak executable (built alongside the tests) and returns its standard output
@@ -93,7 +94,7 @@ import Testing
 
             // Resources: measured in the same quiet state before and after: one TCP connection
             // left (the server closed the others and libcurl dropped them).
-            #expect(report.quietStateAttempts > 0, "more than one TCP connection stayed open")
+            #expect(report.quietStateAttempts > 0, "more than one TCP connection stayed open: \(report.leftSockets)")
             #expect(report.after.fds == report.baseline.fds, "before: \(report.baseline.fdList)\nafter: \(report.after.fdList)")
             #expect(report.after.threads <= report.baseline.threads)
             // Memory, once malloc gave its free pages back (both times): what stays resident is

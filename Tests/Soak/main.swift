@@ -73,6 +73,8 @@ struct Report: Codable {
     var after: Measure
     var peakRSSBytes: Int
     var quietStateAttempts: Int
+    /// When the quiet state was not reached: the sockets left (`tcpSocketLines()`).
+    var leftSockets: [String]
 }
 
 /// Shared bookkeeping; every field under `lock`.
@@ -319,19 +321,26 @@ func measure() -> Measure {
 
 /// How many of this process's file descriptors are TCP sockets (their inodes are in
 /// /proc/self/net/tcp or tcp6), in any state.
-func tcpSockets() -> Int {
+func tcpSockets() -> Int { tcpSocketLines().count }
+
+/// This process's TCP sockets as the kernel's tables show them: `local remote state` (hex
+/// address:port, and the state's number: 01 established, 02 SYN_SENT, 06 TIME_WAIT, 08
+/// CLOSE_WAIT, 0A listen, …). For the report when the quiet state is not reached.
+func tcpSocketLines() -> [String] {
     let ours = Set(fileDescriptors().compactMap { entry -> String? in
         guard let range = entry.range(of: "socket:[") else { return nil }
         return String(entry[range.upperBound...].dropLast())
     })
-    var count = 0
+    var lines: [String] = []
     for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
         for line in readWholeFile(table).split(separator: "\n").dropFirst() {
             let columns = line.split(separator: " ")
-            if columns.count > 9, ours.contains(String(columns[9])) { count += 1 }
+            if columns.count > 9, ours.contains(String(columns[9])) {
+                lines.append("\(columns[1]) \(columns[2]) \(columns[3])")
+            }
         }
     }
-    return count
+    return lines
 }
 
 /// One request, waited for on this (non-cooperative) thread.
@@ -352,7 +361,8 @@ func fetch(_ url: String) -> Result<Response, RequestError> {
 /// left, to the fixture. Each round, the server closes every connection but the one the request
 /// came on; a second later (libcurl drops dead connections from its cache at most once a
 /// second, when a transfer starts) a probe on that same connection lets libcurl drop the ones
-/// the server closed. Returns how many rounds that took, or -1 if 30 did not do it.
+/// the server closed. Returns how many rounds that took, or -1 if 30 did not do it; then
+/// `leftSockets` holds the sockets still open (see `tcpSocketLines()`).
 func quiesce(base: String, round: String) -> Int {
     for attempt in 1...30 {
         _ = fetch(base + "/close-connections?r=\(round)-\(attempt)")
@@ -360,8 +370,12 @@ func quiesce(base: String, round: String) -> Int {
         _ = fetch(base + "/bytes/1?probe=\(round)-\(attempt)")
         if tcpSockets() == 1 { return attempt }
     }
+    leftSockets += tcpSocketLines().map { "\(round): \($0)" }
     return -1
 }
+
+/// The TCP sockets left open when a quiet state was not reached.
+nonisolated(unsafe) var leftSockets: [String] = []  // main thread only
 
 // MARK: - The run
 
@@ -487,7 +501,8 @@ let report = ledger.lock.withLock {
         baseline: baseline,
         after: after,
         peakRSSBytes: peak,
-        quietStateAttempts: quietRounds
+        quietStateAttempts: quietRounds,
+        leftSockets: leftSockets
     )
 }
 let encoder = JSONEncoder()
