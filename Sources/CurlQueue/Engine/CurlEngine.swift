@@ -60,8 +60,9 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// `removeAll(keepingCapacity:)` while the copy lived made a new buffer every turn.
     @exclusivity(unchecked) private var spareInbox: [Command] = []
     @exclusivity(unchecked) private var spareCommands: [Command] = []
-    /// A spare list that grew past this many items is dropped rather than kept (a burst of
-    /// 100,000 adds should not hold its buffer for the engine's life).
+    /// A spare list that grew past this many items is dropped rather than kept, and a list
+    /// made anew after a turn is never given more room than this (a burst of 100,000 adds
+    /// should not hold its buffer for the engine's life).
     private static let maxSpareCapacity = 1024
     private let maxIdleHandles = 256
 
@@ -230,7 +231,9 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
             return
         }
         let resumes = deferredResumes
-        deferredResumes = []  // the block keeps this buffer
+        // The block keeps this buffer; the next list is made at its size, as for callbacks.
+        deferredResumes = []
+        deferredResumes.reserveCapacity(min(resumes.count, Self.maxSpareCapacity))
         DispatchQueue.global().async { for resume in resumes { resume() } }
     }
 
