@@ -25,6 +25,10 @@ enum ResponsePlan {
     case lines(LinesPlan)
     /// Close every other open connection, then answer `200 "closed N"`.
     case closeOtherConnections
+    /// Answer `response` (keep-alive), then write `leftover` ahead of the next response on the
+    /// same connection: what a server that sent more than it announced leaves behind, without
+    /// the race of when those bytes reach the client.
+    case leaveBehind(FixedResponse, leftover: ByteBuffer)
 }
 
 /// A response with a body known up front.
@@ -119,6 +123,9 @@ enum Routes {
             return cache(id: segments[1], target: target, headers: headers, state: state)
         case ("close-connections", 1):
             return .closeOtherConnections
+        case ("leftover", 1):
+            let bytes = target.query["bytes"] ?? "HELLO THERE\r\n"
+            return .leaveBehind(.text(.ok, "ok"), leftover: ByteBuffer(string: bytes))
         case ("raw", 1):
             switch target.query["kind"] {
             case "garbageStatus":

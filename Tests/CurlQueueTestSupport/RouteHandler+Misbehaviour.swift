@@ -42,21 +42,32 @@ extension RouteHandler {
     }
 
     /// Writes `bytes` as they are and then closes the connection (with a RST if `reset`).
-    ///
-    /// The bytes are written from the `HTTPResponseEncoder`'s context, so they enter the pipeline
-    /// below the encoder (and below the pipelining handler, which only ever sees HTTP parts) and
-    /// reach the socket untouched.
     func writeRawThenClose(_ bytes: ByteBuffer, reset: Bool, context: ChannelHandlerContext) {
-        guard let encoderContext = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self) else {
+        guard let written = writeRaw(bytes, flush: true, context: context) else {
             context.close(promise: nil)
             return
         }
-        encoderContext.writeAndFlush(NIOAny(IOData.byteBuffer(bytes))).assumeIsolated().whenComplete { _ in
+        written.assumeIsolated().whenComplete { _ in
             if reset {
                 self.resetConnection(context: context)
             } else {
                 context.close(promise: nil)
             }
         }
+    }
+
+    /// Writes `bytes` as they are, ahead of anything written after them; nil if the pipeline
+    /// has no HTTP encoder.
+    ///
+    /// The bytes are written from the `HTTPResponseEncoder`'s context, so they enter the pipeline
+    /// below the encoder (and below the pipelining handler, which only ever sees HTTP parts) and
+    /// reach the socket untouched.
+    @discardableResult
+    func writeRaw(_ bytes: ByteBuffer, flush: Bool, context: ChannelHandlerContext) -> EventLoopFuture<Void>? {
+        guard let encoderContext = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self) else {
+            return nil
+        }
+        let data = NIOAny(IOData.byteBuffer(bytes))
+        return flush ? encoderContext.writeAndFlush(data) : encoderContext.write(data)
     }
 }

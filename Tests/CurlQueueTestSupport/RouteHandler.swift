@@ -40,6 +40,8 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
     private(set) var generation = 0
     private var delayTask: Scheduled<Void>?
     private var gateWaiter: (name: String, id: Int)?
+    /// Bytes a `/leftover` response left behind, written ahead of the next response.
+    private var leftover: ByteBuffer?
 
     // Streaming state, used by RouteHandler+ByteStreaming.swift.
     var stream: ByteStream?
@@ -178,6 +180,10 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func carryOut(_ plan: ResponsePlan, context: ChannelHandlerContext) {
         guard let request else { return }
+        if let leftover {
+            self.leftover = nil
+            writeRaw(leftover, flush: false, context: context)
+        }
         switch plan {
         case .fixed(let response):
             sendFixed(response, context: context)
@@ -214,6 +220,9 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
                 channel.close(promise: nil)
             }
             sendFixed(.text(.ok, "closed \(others.count)"), context: context)
+        case .leaveBehind(let response, let bytes):
+            leftover = bytes
+            sendFixed(response, context: context)
         }
     }
 

@@ -23,6 +23,10 @@ extension Transfer {
         }
         if code != CURLE_OK {
             file?.close()
+            if metLeftoverBytes(code: code, easy: easy) {
+                freshConnection = true
+                return .restart
+            }
             return .finished(.failure(Self.error(for: code, errorBuffer: errorBuffer)))
         }
 
@@ -71,6 +75,30 @@ extension Transfer {
         }
         return .finished(.response(response))
     }
+
+    /// Whether this failure is a reused connection's fault, not the server's answer to this
+    /// request, and the request may be sent once more on a new connection.
+    ///
+    /// A kept-alive HTTP/1.1 connection can hold bytes of no response: a server sent more than
+    /// its Content-Length announced, or a body after a HEAD answer, and they arrived after
+    /// libcurl had checked the connection before reusing it. libcurl then reads them where the
+    /// next response starts and refuses them (code 1: HTTP/0.9, or an HTTP version it does not
+    /// know); the request's own answer never gets a chance. It runs again on a new connection, once,
+    /// when it was refused at once on a reused connection (nothing of a response taken, no
+    /// connection opened) and its method is idempotent: the server may have acted on the
+    /// request already, so a POST or PATCH is never sent twice.
+    func metLeftoverBytes(code: CURLcode, easy: UnsafeMutableRawPointer) -> Bool {
+        guard code == CURLE_UNSUPPORTED_PROTOCOL,
+              !freshConnection, !cancelRequested.load(ordering: .relaxed),
+              bodySink == .undecided, bodyBytes == 0, !head.isComplete,
+              Self.idempotentMethods.contains(request.method) else { return false }
+        var connectionsOpened = 0
+        guard ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connectionsOpened) == CURLE_OK else { return false }
+        return connectionsOpened == 0
+    }
+
+    /// RFC 9110 section 9.2.2: sending these twice has the effect of sending them once.
+    private static let idempotentMethods: Set<HTTPRequest.Method> = [.get, .head, .put, .delete, .options, .trace]
 
     /// The engine let go of a cancelled transfer: keep the `.part` file for a later resume.
     func abandon() {

@@ -56,6 +56,7 @@ extension Transfer {
         set(CURLOPT_PROTOCOLS_STR, protocols)
         set(CURLOPT_REDIR_PROTOCOLS_STR, protocols)
         set(CURLOPT_NOSIGNAL, 1)
+        if freshConnection { set(CURLOPT_FRESH_CONNECT, 1) }
         set(CURLOPT_TCP_KEEPALIVE, 1)
         // A larger receive buffer than libcurl's 16 KiB lets big bodies arrive in a fraction of
         // the reads and callbacks (see `receiveBufferSize` for its size). A hint: libcurl 7.88
@@ -133,7 +134,7 @@ extension Transfer {
     /// Range — so that a handle may keep them for a like transfer (``ReusableOptions``).
     /// The handles of the others are reset after them.
     private var hasReusableOptions: Bool {
-        guard request.body == nil, request.headerFields.isEmpty, file.map({ $0.resumeOffset == 0 }) ?? true else { return false }
+        guard !freshConnection, request.body == nil, request.headerFields.isEmpty, file.map({ $0.resumeOffset == 0 }) ?? true else { return false }
         let method = request.method
         return method != .post && method != .put && method != .patch  // these send an empty body
     }

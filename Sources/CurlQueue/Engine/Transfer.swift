@@ -51,6 +51,9 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     @exclusivity(unchecked) var rangeRefused = false
     /// The engine runs the attempt again when it completes.
     @exclusivity(unchecked) var restartPending = false
+    /// The attempt runs (again) on a new connection: its first run read bytes left on a
+    /// reused one (see ``Transfer/metLeftoverBytes(code:easy:)``).
+    @exclusivity(unchecked) var freshConnection = false
     @exclusivity(unchecked) var upload: UploadSource?
     /// A failure found by a callback (a disk error, a bad Content-Range); it wins over the
     /// CURLcode that aborting the transfer produces.

@@ -157,6 +157,11 @@ public final class RequestOperation: Sendable {
     /// status is in the policy's `retryableStatuses`) starts another attempt after a backoff,
     /// up to ``retryPolicy``'s `maxAttempts`, instead of completing. Defaults to false.
     /// Malformed URLs, certificate failures, write errors and other statuses never retry.
+    ///
+    /// Whatever this says, an idempotent request (GET, HEAD, PUT, DELETE, OPTIONS, TRACE)
+    /// that a reused connection fails at once, with stray bytes of an earlier response where
+    /// its answer should start (code 1), is sent once more on a new connection within the same
+    /// attempt: the fault was the connection's, not the server's answer to it.
     public var autoRetry: Bool {
         get { state.withLock { $0.autoRetry } }
         set { state.withLock { $0.autoRetry = newValue } }
