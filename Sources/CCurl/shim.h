@@ -9,6 +9,9 @@
 
 #include <curl/curl.h>
 #include <stdlib.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 static inline CURLcode ccurl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
@@ -94,6 +97,16 @@ static inline void ccurl_free_block_of_size(size_t size) {
         block[0] = 0;
         free(block);
     }
+}
+
+// Names the calling thread as `top -H`, `perf` and debuggers show it (Linux keeps 15 bytes of
+// it). prctl is variadic, hence here. Elsewhere, nothing.
+static inline void ccurl_name_current_thread(const char *name) {
+#if defined(__linux__)
+    (void)prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+#else
+    (void)name;
+#endif
 }
 
 #endif

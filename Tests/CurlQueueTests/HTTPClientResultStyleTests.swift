@@ -41,10 +41,10 @@ let userJSON = #"{"nick":"ann","level":3}"#
             let recorder = CallRecorder<User>()
             let (path, query) = jsonPath(userJSON)
             client.request(.get, path, query: query, as: User.self, onStart: {
-                onQueue.update { $0.append(DispatchQueue.getSpecific(key: key) == "mine" && Thread.current.name != "CurlQueue.engine") }
+                onQueue.update { $0.append(DispatchQueue.getSpecific(key: key) == "mine" && Thread.current.name != "CurlQueueEngine") }
                 recorder.onStart()
             }, onSuccess: { user in
-                onQueue.update { $0.append(DispatchQueue.getSpecific(key: key) == "mine" && Thread.current.name != "CurlQueue.engine") }
+                onQueue.update { $0.append(DispatchQueue.getSpecific(key: key) == "mine" && Thread.current.name != "CurlQueueEngine") }
                 recorder.onSuccess(user)
             }, onError: recorder.onError)
             #expect(await recorder.outcome().value == User(nick: "ann", level: 3))

@@ -16,7 +16,7 @@ import Glibc
 /// By default every transfer in the process goes through ``shared``, so connections, DNS
 /// results and TLS sessions are reused across operations and queues.
 final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all other mutable state belongs to the engine thread
-    static let shared = CurlEngine(name: "CurlQueue.engine")
+    static let shared = CurlEngine(name: "CurlQueueEngine")
 
     /// Handlers to hand to a queue after the turn (``afterThisTurn(on:batched:_:)``).
     ///
@@ -40,6 +40,8 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         var threadStarted = false
     }
 
+    /// The engine thread's name, for Foundation and as `top -H`, `perf` and debuggers show it
+    /// (at most 15 bytes, Linux's limit).
     private let name: String
     private let multi: UnsafeMutableRawPointer
     private let inbox = Locked(Inbox())
@@ -154,6 +156,8 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
 
     private func run() {
         engineThreadID.store(UInt(pthread_self()), ordering: .relaxed)
+        // Foundation's `Thread.name` names the thread for Foundation only, on Linux.
+        ccurl_name_current_thread(name)
         var running: Int32 = 0
         while true {
             // Scoped: the commands (and the transfers they hold) are let go of before the
