@@ -114,6 +114,16 @@ extension FixtureServer {
         state.mutex.withLockedValue { $0.inFlight }
     }
 
+    /// Returns once the connection with this ``RecordedRequest/connectionID`` has closed, from
+    /// either side (at once if it has). The server resumes the caller when it sees the close;
+    /// there is no polling. Every connection closes when the server shuts down.
+    public func waitUntilConnectionClosed(_ connectionID: Int) async {
+        let state = self.state
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            state.whenConnectionClosed(connectionID, continuation)
+        }
+    }
+
     /// The number of TCP connections accepted since start (or the last ``resetStatistics()``).
     public var connectionsAccepted: Int {
         state.mutex.withLockedValue { $0.connectionsAccepted }

@@ -32,6 +32,9 @@ final class ServerState: Sendable {
         // Connections.
         var nextConnectionID = 1
         var openChannels: [Int: any Channel] = [:]
+        /// IDs of the connections closed so far, and who waits for one to close.
+        var closedConnections: Set<Int> = []
+        var closeWaiters: [Int: [CheckedContinuation<Void, Never>]] = [:]
         var isShutDown = false
     }
 
@@ -73,7 +76,22 @@ final class ServerState: Sendable {
     }
 
     func connectionClosed(_ id: Int) {
-        _ = mutex.withLockedValue { $0.openChannels.removeValue(forKey: id) }
+        let waiters = mutex.withLockedValue { state in
+            state.openChannels.removeValue(forKey: id)
+            state.closedConnections.insert(id)
+            return state.closeWaiters.removeValue(forKey: id) ?? []
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Resumes `continuation` once connection `id` has closed: at once if it has.
+    func whenConnectionClosed(_ id: Int, _ continuation: CheckedContinuation<Void, Never>) {
+        let closed = mutex.withLockedValue { state in
+            if state.closedConnections.contains(id) { return true }
+            state.closeWaiters[id, default: []].append(continuation)
+            return false
+        }
+        if closed { continuation.resume() }
     }
 
     /// Marks the server as shut down and hands back what the caller must now close or fail: every

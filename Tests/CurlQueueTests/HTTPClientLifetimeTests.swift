@@ -31,8 +31,8 @@ import Testing
             handle = nil  // the only reference: the call ends with it
             #expect(await recorder.outcome().failure?.isCancelled == true)
             // The engine dropped the connection: the server no longer has the request in flight.
-            let deadline = ContinuousClock.now + .seconds(5)
-            while server.inFlight > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            let connection = try #require(server.requests.first { $0.path == "/gate/unmanaged" }).connectionID
+            await server.waitUntilConnectionClosed(connection)
             #expect(server.inFlight == 0)
             // The gate opens too late: the server has nobody left to answer.
             server.openGate("unmanaged")

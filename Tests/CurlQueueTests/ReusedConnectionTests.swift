@@ -5,39 +5,56 @@ import Testing
 
 /// A kept-alive connection can hold bytes that belong to no response: a server that sent more
 /// than its Content-Length announced, or a body after a HEAD answer. libcurl reads them as the
-/// start of the next response on that connection and refuses them as HTTP/0.9 (code 1). The
-/// request that meets them is not at fault: an idempotent one runs again, once, on a new
-/// connection, without counting as an attempt and whether or not `autoRetry` is on.
+/// start of the next response on that connection and refuses them (code 1). The request that
+/// meets them is not at fault: an idempotent one runs again, once, on a new connection, without
+/// counting as an attempt and whether or not `autoRetry` is on.
 ///
 /// `/leftover` answers and then writes stray bytes ahead of the next response on its connection,
 /// which makes the case deterministic (with a real server the bytes may arrive in time for
 /// libcurl to see them and close the connection first).
 @Suite struct ReusedConnectionTests {
-    /// Runs `/leftover` and returns the connection it left the bytes on.
-    func leaveBytesBehind(on server: FixtureServer, _ bytes: String? = nil) async throws -> Int {
-        let query = bytes.map { "?bytes=\($0)" } ?? ""
-        let response = try await RequestOperation(request: Request(url: server.url("/leftover\(query)"))).response()
-        #expect(response.status == .ok)
-        return try #require(server.requests.last { $0.path == "/leftover" }).connectionID
+    /// What one request did on a connection left with stray bytes.
+    struct Outcome {
+        var result: Result<Response, RequestError>
+        /// The requests the server saw for it, in order; the first on the poisoned connection.
+        var seen: [RecordedRequest]
+        var poisonedConnection: Int
     }
 
-    func run(_ request: Request) async -> Result<Response, RequestError> {
-        let operation = RequestOperation(request: request)
-        operation.autoRetry = false
-        return await completion(of: operation)
+    /// Leaves `leftover` (default `HELLO THERE` and CRLF) on a connection, then runs the request
+    /// `make` builds (its URL must carry the tag it is given) without `autoRetry`, until its
+    /// first try goes over that connection: libcurl's pool is shared with the other tests,
+    /// whose connections can push that one out. Nil if none of 10 rounds did.
+    func runOnPoisonedConnection(
+        _ server: FixtureServer, leftover: String? = nil, _ make: (String) -> Request
+    ) async throws -> Outcome? {
+        let query = leftover.map { "?bytes=\($0)" } ?? ""
+        let call = UUID().uuidString.prefix(8)
+        for round in 0..<10 {
+            let left = try await RequestOperation(request: Request(url: server.url("/leftover\(query)"))).response()
+            #expect(left.status == .ok)
+            let poisoned = try #require(server.requests.last { $0.path == "/leftover" }).connectionID
+            let tag = "round=\(call)-\(round)"
+            let operation = RequestOperation(request: make(tag))
+            operation.autoRetry = false
+            let result = await completion(of: operation)
+            let seen = server.requests.filter { $0.path != "/leftover" && $0.uri.contains(tag) }
+            if seen.first?.connectionID == poisoned {
+                return Outcome(result: result, seen: seen, poisonedConnection: poisoned)
+            }
+        }
+        Issue.record("no request went over the connection left with stray bytes")
+        return nil
     }
 
     @Test func aGETThatMeetsLeftoverBytesRunsAgainOnANewConnection() async throws {
         try await withServer { server in
-            let poisoned = try await leaveBytesBehind(on: server)
-            let result = await run(Request(url: server.url("/bytes/10")))
-            let response = try result.get()
+            guard let outcome = try await runOnPoisonedConnection(server, { Request(url: server.url("/bytes/10?\($0)")) }) else { return }
+            let response = try outcome.result.get()
             #expect(response.body == Data(FixtureServer.expectedBytes(count: 10)))
             #expect(response.attempts == 1)
-            let connections = server.requests.filter { $0.path == "/bytes/10" }.map(\.connectionID)
-            #expect(connections.count == 2)
-            #expect(connections.first == poisoned, "the first try must have reused the connection")
-            #expect(connections.last != poisoned)
+            #expect(outcome.seen.count == 2)
+            #expect(outcome.seen.last?.connectionID != outcome.poisonedConnection)
         }
     }
 
@@ -46,12 +63,14 @@ import Testing
             let folder = try makeTemporaryFolder()
             defer { try? FileManager.default.removeItem(at: folder) }
             let destination = folder.appendingPathComponent("file")
-            _ = try await leaveBytesBehind(on: server)
-            let response = try await run(Request(url: server.url("/bytes/3000"), destination: destination)).get()
+            guard let outcome = try await runOnPoisonedConnection(server, {
+                Request(url: server.url("/bytes/3000?\($0)"), destination: destination)
+            }) else { return }
+            let response = try outcome.result.get()
             #expect(response.fileURL == destination)
             #expect(try Data(contentsOf: destination) == Data(FixtureServer.expectedBytes(count: 3000)))
             #expect(!FileManager.default.fileExists(atPath: destination.path + ".part"))
-            #expect(server.requests.filter { $0.path == "/bytes/3000" }.count == 2)
+            #expect(outcome.seen.count == 2)
         }
     }
 
@@ -59,23 +78,25 @@ import Testing
     /// again, and the error says what libcurl refused.
     @Test func aPOSTThatMeetsLeftoverBytesFailsWithoutBeingSentAgain() async throws {
         try await withServer { server in
-            _ = try await leaveBytesBehind(on: server)
-            var request = Request(url: server.url("/echo"))
-            request.method = .post
-            request.body = .bytes(Data("once".utf8))
-            let result = await run(request)
-            #expect(transportCode(of: result) == .unsupportedProtocol, "\(result)")
-            #expect(server.requests.filter { $0.path == "/echo" }.count == 1)
+            guard let outcome = try await runOnPoisonedConnection(server, { tag in
+                var request = Request(url: server.url("/echo?\(tag)"))
+                request.method = .post
+                request.body = .bytes(Data("once".utf8))
+                return request
+            }) else { return }
+            #expect(transportCode(of: outcome.result) == .unsupportedProtocol, "\(outcome.result)")
+            #expect(outcome.seen.count == 1)
         }
     }
 
     /// Once only: a server that answers garbage on the new connection too gets the error.
     @Test func theNewConnectionIsTriedOnce() async throws {
         try await withServer { server in
-            _ = try await leaveBytesBehind(on: server)
-            let result = await run(Request(url: server.url("/raw?kind=garbageStatus")))
-            #expect(transportCode(of: result) == .unsupportedProtocol, "\(result)")
-            #expect(server.requests.filter { $0.path == "/raw" }.count == 2)
+            guard let outcome = try await runOnPoisonedConnection(server, {
+                Request(url: server.url("/raw?kind=garbageStatus&\($0)"))
+            }) else { return }
+            #expect(transportCode(of: outcome.result) == .unsupportedProtocol, "\(outcome.result)")
+            #expect(outcome.seen.count == 2)
         }
     }
 
@@ -84,16 +105,19 @@ import Testing
     @Test func aBrokenStatusLineFromLeftoverBytesIsMetTheSameWay() async throws {
         try await withServer { server in
             let leftover = "HTTP/1.1%20abc%0D%0A"
-            _ = try await leaveBytesBehind(on: server, leftover)
-            var post = Request(url: server.url("/echo"))
-            post.method = .post
-            let refused = await run(post)
-            #expect(transportCode(of: refused) == .unsupportedProtocol, "\(refused)")
-
-            _ = try await leaveBytesBehind(on: server, leftover)
-            let result = await run(Request(url: server.url("/bytes/10")))
-            #expect((try? result.get().body) == Data(FixtureServer.expectedBytes(count: 10)), "\(result)")
-            #expect(server.requests.filter { $0.path == "/bytes/10" }.count == 2)
+            let refused = try await runOnPoisonedConnection(server, leftover: leftover) { tag in
+                var request = Request(url: server.url("/echo?\(tag)"))
+                request.method = .post
+                return request
+            }
+            if let refused {
+                #expect(transportCode(of: refused.result) == .unsupportedProtocol, "\(refused.result)")
+            }
+            guard let outcome = try await runOnPoisonedConnection(server, leftover: leftover, {
+                Request(url: server.url("/bytes/10?\($0)"))
+            }) else { return }
+            #expect((try? outcome.result.get().body) == Data(FixtureServer.expectedBytes(count: 10)), "\(outcome.result)")
+            #expect(outcome.seen.count == 2)
         }
     }
 }
