@@ -2,13 +2,16 @@
 //
 // Swift cannot call C variadic functions, so curl_easy_setopt, curl_easy_getinfo and
 // curl_multi_setopt are wrapped here, one static inline function per argument type; the one
-// allocator hint below is here too, so that no compiler can drop it.
+// allocator hint, the socket callback and the thread's name below are here too (no compiler
+// may drop the first; the others call variadic or flag-only C).
 // This header is the only C in CurlQueue.
 #ifndef CCURL_SHIM_H
 #define CCURL_SHIM_H
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #if defined(__linux__)
 #include <sys/prctl.h>
 #endif
@@ -97,6 +100,29 @@ static inline void ccurl_free_block_of_size(size_t size) {
         block[0] = 0;
         free(block);
     }
+}
+
+// libcurl's CURLOPT_OPENSOCKETFUNCTION: the socket libcurl would make, but close-on-exec, so
+// that a process the program starts (fork and exec, Foundation's Process) holds no copy of a
+// connection: a copy would let the child read and write it, and keep it open after libcurl
+// closed it. libcurl 7.88 makes its sockets without the flag. Atomic where the system has
+// SOCK_CLOEXEC; else the flag is set right after. CURL_SOCKET_BAD (-1) on failure, which
+// libcurl reports as a connect failure.
+static inline curl_socket_t ccurl_open_socket_cloexec(void *clientp, curlsocktype purpose,
+                                                      struct curl_sockaddr *address) {
+    (void)clientp;
+    (void)purpose;
+#if defined(SOCK_CLOEXEC)
+    return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+#else
+    curl_socket_t descriptor = socket(address->family, address->socktype, address->protocol);
+    if (descriptor != CURL_SOCKET_BAD) (void)fcntl(descriptor, F_SETFD, FD_CLOEXEC);
+    return descriptor;
+#endif
+}
+
+static inline CURLcode ccurl_easy_open_sockets_cloexec(CURL *handle) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, ccurl_open_socket_cloexec);
 }
 
 // Names the calling thread as `top -H`, `perf` and debuggers show it (Linux keeps 15 bytes of

@@ -120,6 +120,8 @@ import Testing
                 let followed = try await RequestOperation(request: Request(url: server.url("/redirect-chain/1"))).response()
                 #expect(followed.status == .ok && followed.metrics.redirectCount == 1, "\(followed)")
             }
+            // A refused redirect is the server's answer: never sent again (ReusedConnectionTests).
+            #expect(server.requests.filter { $0.path == "/redirect" }.count == 20)
         }
     }
 

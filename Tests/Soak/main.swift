@@ -457,6 +457,29 @@ final class Locked<Value>: @unchecked Sendable {  // safe: `value` is only touch
     func update<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&value) } }
 }
 
+/// Closes the TCP connections this process inherited. The test process spawns it while other
+/// tests' fixture servers have connections open, and SwiftNIO accepts them without
+/// close-on-exec (Foundation's `Process` closes what it finds open before it spawns, racing with
+/// other threads' new descriptors): a copy held here kept those connections from closing for
+/// the parent, and they would count as this process's own TCP sockets. None of its own exist
+/// yet. Other sockets stay: `Process` watches the end of a socket pair it gives the child to
+/// learn when the child exits.
+func closeInheritedSockets() {
+    var tcp = Set<Substring>()
+    for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
+        for line in readWholeFile(table).split(separator: "\n").dropFirst() {
+            let columns = line.split(separator: " ")
+            if columns.count > 9 { tcp.insert(columns[9]) }
+        }
+    }
+    for entry in fileDescriptors() {
+        let parts = entry.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[1].hasPrefix("socket:["), let descriptor = Int32(parts[0]) else { continue }
+        if tcp.contains(parts[1].dropFirst("socket:[".count).dropLast()) { close(descriptor) }
+    }
+}
+closeInheritedSockets()
+
 let arguments = CommandLine.arguments
 guard arguments.count == 4, let count = Int(arguments[2]), count > 0 else {
     FileHandle.standardError.write(Data("usage: Soak BASE_URL REQUESTS FOLDER\n".utf8))

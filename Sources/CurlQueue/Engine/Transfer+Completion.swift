@@ -83,18 +83,23 @@ extension Transfer {
     /// its Content-Length announced, or a body after a HEAD answer, and they arrived after
     /// libcurl had checked the connection before reusing it. libcurl then reads them where the
     /// next response starts and refuses them (code 1: HTTP/0.9, or an HTTP version it does not
-    /// know); the request's own answer never gets a chance. It runs again on a new connection, once,
-    /// when it was refused at once on a reused connection (nothing of a response taken, no
-    /// connection opened) and its method is idempotent: the server may have acted on the
-    /// request already, so a POST or PATCH is never sent twice.
+    /// know), and the request's own answer never gets a chance.
+    ///
+    /// It runs again, once, on a new connection when it was refused that way on a reused
+    /// connection (no connection opened, no status, nothing of a response taken) and its
+    /// method is idempotent: the server may have acted on the request already, so a POST or
+    /// PATCH is never sent twice. A scheme or redirect libcurl refuses (code 1 too) has a
+    /// status or opened no connection to reuse, and is not run again.
     func metLeftoverBytes(code: CURLcode, easy: UnsafeMutableRawPointer) -> Bool {
         guard code == CURLE_UNSUPPORTED_PROTOCOL,
               !freshConnection, !cancelRequested.load(ordering: .relaxed),
               bodySink == .undecided, bodyBytes == 0, !head.isComplete,
               Self.idempotentMethods.contains(request.method) else { return false }
         var connectionsOpened = 0
-        guard ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connectionsOpened) == CURLE_OK else { return false }
-        return connectionsOpened == 0
+        var status = 0
+        guard ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connectionsOpened) == CURLE_OK,
+              ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK else { return false }
+        return connectionsOpened == 0 && status == 0
     }
 
     /// RFC 9110 section 9.2.2: sending these twice has the effect of sending them once.

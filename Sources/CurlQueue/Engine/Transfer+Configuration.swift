@@ -56,6 +56,8 @@ extension Transfer {
         set(CURLOPT_PROTOCOLS_STR, protocols)
         set(CURLOPT_REDIR_PROTOCOLS_STR, protocols)
         set(CURLOPT_NOSIGNAL, 1)
+        // Connections stay out of processes the program starts (see the C shim).
+        if status == CURLE_OK { status = ccurl_easy_open_sockets_cloexec(easy) }
         if freshConnection { set(CURLOPT_FRESH_CONNECT, 1) }
         set(CURLOPT_TCP_KEEPALIVE, 1)
         // A larger receive buffer than libcurl's 16 KiB lets big bodies arrive in a fraction of
