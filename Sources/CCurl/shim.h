@@ -1,9 +1,9 @@
 // CCurl: libcurl for Swift.
 //
 // Swift cannot call C variadic functions, so curl_easy_setopt, curl_easy_getinfo and
-// curl_multi_setopt are wrapped here, one static inline function per argument type; the one
-// allocator hint, the socket callback and the thread's name below are here too (no compiler
-// may drop the first; the others call variadic or flag-only C).
+// curl_multi_setopt are wrapped here, one static inline function per argument type. Three
+// more pieces are C for their own reasons: the allocator hint (no compiler may drop it), the
+// socket callback (libcurl takes a C function) and the thread's name (prctl is variadic).
 // This header is the only C in CurlQueue.
 #ifndef CCURL_SHIM_H
 #define CCURL_SHIM_H

@@ -321,26 +321,32 @@ func measure() -> Measure {
 
 /// How many of this process's file descriptors are TCP sockets (their inodes are in
 /// /proc/self/net/tcp or tcp6), in any state.
-func tcpSockets() -> Int { tcpSocketLines().count }
+func tcpSockets() -> Int { tcpSocketDescriptors().count }
 
 /// This process's TCP sockets as the kernel's tables show them: `local remote state` (hex
 /// address:port, and the state's number: 01 established, 02 SYN_SENT, 06 TIME_WAIT, 08
 /// CLOSE_WAIT, 0A listen, …). For the report when the quiet state is not reached.
-func tcpSocketLines() -> [String] {
-    let ours = Set(fileDescriptors().compactMap { entry -> String? in
-        guard let range = entry.range(of: "socket:[") else { return nil }
-        return String(entry[range.upperBound...].dropLast())
-    })
-    var lines: [String] = []
+func tcpSocketLines() -> [String] { tcpSocketDescriptors().map(\.line) }
+
+/// This process's file descriptors that are TCP sockets, each with its socket's line in the
+/// kernel's tables (see `tcpSocketLines()`).
+func tcpSocketDescriptors() -> [(descriptor: Int32, line: String)] {
+    var descriptors: [Substring: Int32] = [:]  // by socket inode
+    for entry in fileDescriptors() {
+        let parts = entry.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[1].hasPrefix("socket:["), let descriptor = Int32(parts[0]) else { continue }
+        descriptors[parts[1].dropFirst("socket:[".count).dropLast()] = descriptor
+    }
+    var found: [(descriptor: Int32, line: String)] = []
     for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
         for line in readWholeFile(table).split(separator: "\n").dropFirst() {
             let columns = line.split(separator: " ")
-            if columns.count > 9, ours.contains(String(columns[9])) {
-                lines.append("\(columns[1]) \(columns[2]) \(columns[3])")
+            if columns.count > 9, let descriptor = descriptors[columns[9]] {
+                found.append((descriptor, "\(columns[1]) \(columns[2]) \(columns[3])"))
             }
         }
     }
-    return lines
+    return found
 }
 
 /// One request, waited for on this (non-cooperative) thread.
@@ -465,18 +471,7 @@ final class Locked<Value>: @unchecked Sendable {  // safe: `value` is only touch
 /// yet. Other sockets stay: `Process` watches the end of a socket pair it gives the child to
 /// learn when the child exits.
 func closeInheritedSockets() {
-    var tcp = Set<Substring>()
-    for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
-        for line in readWholeFile(table).split(separator: "\n").dropFirst() {
-            let columns = line.split(separator: " ")
-            if columns.count > 9 { tcp.insert(columns[9]) }
-        }
-    }
-    for entry in fileDescriptors() {
-        let parts = entry.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[1].hasPrefix("socket:["), let descriptor = Int32(parts[0]) else { continue }
-        if tcp.contains(parts[1].dropFirst("socket:[".count).dropLast()) { close(descriptor) }
-    }
+    for socket in tcpSocketDescriptors() { close(socket.descriptor) }
 }
 closeInheritedSockets()
 
