@@ -38,14 +38,73 @@ struct Fetch: APIRequest {
     @Test func aBatchThatDoesNotFailFastRunsEveryCallToItsEnd() async throws {
         try await withServer { (server) async throws in
             let client = makeClient(server)
-            async let results = client.batch([Fetch(path: "gate/batch-all"), Fetch(path: "status/500")], failFast: false)
-            try await server.waitForRequests(pathPrefix: "/status/500", count: 1)
+            let (ended, sink) = AsyncStream<Int>.makeStream()
+            async let results = client.batch([Fetch(path: "gate/batch-all"), Fetch(path: "status/500")], failFast: false,
+                                             onEach: { index, _ in sink.yield(index) })
+            // The batch has taken the 500 (and, failing fast, would have cancelled the gate's call).
+            var iterator = ended.makeAsyncIterator()
+            #expect(await iterator.next() == 1)
             try await server.waitForRequests(pathPrefix: "/gate/batch-all", count: 1)
-            try await Task.sleep(for: .milliseconds(100))  // the 500 is decided by now; nothing is cancelled
             server.openGate("batch-all")
             let finished = await results
+            #expect(await iterator.next() == 0)
             #expect(finished[0].isSuccess)
             #expect(finished[1].failure?.response?.status.code == 500)
+        }
+    }
+
+    @Test func onEachReportsEveryCallOnceInTheOrderTheyEnd() async throws {
+        try await withServer { (server) async throws in
+            let client = makeClient(server)
+            let (ended, sink) = AsyncStream<(Int, Bool)>.makeStream()
+            async let results = client.batch(
+                [Fetch(path: "gate/each-first"), Fetch(path: "bytes/1"), Fetch(path: "gate/each-last")],
+                onEach: { index, result in sink.yield((index, result.isSuccess)) })
+            var iterator = ended.makeAsyncIterator()
+            // The gates fix the order: the plain call, then each gate as it opens.
+            #expect(await iterator.next()?.0 == 1)
+            try await server.waitForRequests(pathPrefix: "/gate/each-last", count: 1)
+            server.openGate("each-last")
+            #expect(await iterator.next()?.0 == 2)
+            try await server.waitForRequests(pathPrefix: "/gate/each-first", count: 1)
+            server.openGate("each-first")
+            #expect(await iterator.next()?.0 == 0)
+            #expect(await results.allSatisfy { $0.isSuccess })
+            sink.finish()
+            #expect(await iterator.next() == nil)  // once per call: no fourth report
+        }
+    }
+
+    @Test func onEachReportsTheFailureBeforeTheCallsItCancelled() async throws {
+        try await withServer { (server) async throws in
+            let client = makeClient(server)
+            let reports = Box<[Int]>([])
+            let results = await client.batch([Fetch(path: "gate/each-never"), Fetch(path: "status/500")],
+                                             onEach: { index, _ in reports.update { $0.append(index) } })
+            #expect(reports.value == [1, 0])
+            #expect(results[0].failure?.isCancelled == true)
+        }
+    }
+
+    @Test func aBatchWithClosuresRunsEachOnEachOnTheCallbackQueueBeforeOnFinish() async throws {
+        try await withServer { (server) async throws in
+            let client = makeClient(server)
+            let events = Box<[String]>([])
+            let key = DispatchSpecificKey<Bool>()
+            HTTPClient.defaultCallbackQueue.setSpecific(key: key, value: true)
+            let results = await withCheckedContinuation { continuation in
+                client.batch([Fetch(path: "bytes/1"), Fetch(path: "status/404"), Fetch(path: "bytes/2")], failFast: false,
+                             onEach: { index, _ in
+                                 events.update { $0.append("each \(index)" + (DispatchQueue.getSpecific(key: key) == true ? "" : " elsewhere")) }
+                             }, onFinish: { results in
+                                 events.update { $0.append("finish") }
+                                 continuation.resume(returning: results)
+                             })
+            }
+            #expect(results.count == 3)
+            #expect(events.value.count == 4)
+            #expect(Set(events.value.dropLast()) == ["each 0", "each 1", "each 2"])
+            #expect(events.value.last == "finish")
         }
     }
 
@@ -70,11 +129,12 @@ struct Fetch: APIRequest {
         try await withServer { (server) async throws in
             let client = makeClient(server)
             let finished = CallRecorder<[Result<NoContent, HTTPClientError>]>()
+            let (ended, sink) = AsyncStream<Int>.makeStream()
             let handle = client.batch([Fetch(path: "bytes/1"), Fetch(path: "gate/batch-cancel")], failFast: false,
-                                      onFinish: finished.onSuccess)
+                                      onEach: { index, _ in sink.yield(index) }, onFinish: finished.onSuccess)
             try await server.waitForRequests(pathPrefix: "/gate/batch-cancel", count: 1)
-            try await server.waitForRequests(pathPrefix: "/bytes/1", count: 1)
-            try await Task.sleep(for: .milliseconds(100))  // the first call is done by now
+            var iterator = ended.makeAsyncIterator()
+            #expect(await iterator.next() == 0)  // the first call is done, and the batch has its result
             handle.cancel()
             let results = try #require(await finished.outcome().value)
             #expect(results[0].isSuccess)
