@@ -93,7 +93,7 @@ enum Routes {
             }
             return .fixed(status(code, target: target))
         case ("flaky", 2) where !segments[1].isEmpty:
-            return flaky(id: segments[1], target: target, state: state)
+            return flaky(id: segments[1], target: target, rangeHeader: headers.first(name: "range"), state: state)
         case ("redirect", 1):
             guard let location = target.query["to"] else {
                 return .fixed(.text(.badRequest, "missing to="))
@@ -159,12 +159,24 @@ enum Routes {
         var length = total
         switch honoursRanges ? ByteRange(header: rangeHeader, total: total) : .none {
         case .none:
-            break
+            if let part = target.int("unasked"), part > 0, part < total {
+                // A part nobody asked for: the first `part` bytes, as a 206.
+                status = .partialContent
+                length = part
+                headers.add(name: "Content-Range", value: "bytes 0-\(part - 1)/\(total)")
+            }
         case .satisfiable(let rangeFirst, let rangeLast):
             status = .partialContent
             first = rangeFirst
-            length = rangeLast - rangeFirst + 1
-            headers.add(name: "Content-Range", value: "bytes \(rangeFirst)-\(rangeLast)/\(total)")
+            if target.flag("rangeEmpty") {
+                // A 206 with no body and no Content-Range.
+                length = 0
+                break
+            }
+            // `rangeShort=K`: only the first K bytes of the range asked for, and says so.
+            let last = target.int("rangeShort").map { min(rangeLast, rangeFirst + max(1, $0) - 1) } ?? rangeLast
+            length = last - rangeFirst + 1
+            headers.add(name: "Content-Range", value: "bytes \(rangeFirst)-\(last)/\(total)")
         case .unsatisfiable:
             headers.add(name: "Content-Range", value: "bytes */\(total)")
             return .fixed(.text(.rangeNotSatisfiable, "range not satisfiable", headers: headers))
@@ -224,13 +236,14 @@ enum Routes {
         }
     }
 
-    static func flaky(id: String, target: RequestTarget, state: ServerState) -> ResponsePlan {
+    static func flaky(id: String, target: RequestTarget, rangeHeader: String?, state: ServerState) -> ResponsePlan {
         let hit = state.recordFlakyHit(id)
         let byteCount = target.int("bytes").map { max(0, $0) }
         if hit > (target.int("failures") ?? 1) {
             guard let byteCount else {
                 return .fixed(.text(.ok, "ok \(id)"))
             }
+            if target.flag("ranges") { return bytes(total: byteCount, target: target, rangeHeader: rangeHeader) }
             return .bytes(
                 ByteStreamPlan(
                     status: .ok,

@@ -12,12 +12,12 @@ import NIOPosix
 ///
 /// | Route | Answer |
 /// | --- | --- |
-/// | `GET/HEAD /bytes/N` | N bytes of ``expectedBytes(offset:count:)``. Honours `Range: bytes=A-`, `A-B`, `-S` (206, or 416 with `Content-Range: bytes */N`). Options: `chunked=1`, `chunk=K` (write size, default 64 KiB, at most 16 MiB), `norange=1`, `closeAfter=K`, `resetAfter=K` (a TCP RST after K body bytes), `stallAfter=K`, `drip=MS` (one chunk per MS), `holdAt=K&gate=NAME` (pause before body offset K until gate NAME opens; a range starting past K does not pause), `lie=+D` / `lie=-D` (announce N±D, send N, then close). |
+/// | `GET/HEAD /bytes/N` | N bytes of ``expectedBytes(offset:count:)``. Honours `Range: bytes=A-`, `A-B`, `-S` (206, or 416 with `Content-Range: bytes */N`). Options: `chunked=1`, `chunk=K` (write size, default 64 KiB, at most 16 MiB), `norange=1`, `closeAfter=K`, `resetAfter=K` (a TCP RST after K body bytes), `stallAfter=K`, `drip=MS` (one chunk per MS), `holdAt=K&gate=NAME` (pause before body offset K until gate NAME opens; a range starting past K does not pause), `lie=+D` / `lie=-D` (announce N±D, send N, then close); broken ranges: `rangeShort=K` (a 206 of only K bytes of the range asked for, its Content-Range saying so), `rangeEmpty=1` (a 206 with no body and no Content-Range), `unasked=K` (without a Range, a 206 of the first K bytes). |
 /// | `/echo` (any method) | JSON `{"method","uri","headers":[[name,value]…],"bodyLength","body"}`, `body` base64 (empty when over 1 MiB). |
 /// | `/reflect?encoding=E` (any method) | The request body as the response body (up to 1 MiB), with `Content-Encoding: E` if given. |
 /// | `/json?body=TEXT` | `200` with TEXT as an `application/json` body; `type=` another content type, `status=N` another status. |
 /// | `/status/CODE` | That status, body `status CODE`; `retryAfter=S`, `retryAfterDate=S` add `Retry-After`. |
-/// | `/flaky/ID?failures=N&mode=M` | First N requests for ID fail, then `200 "ok ID"` (or `bytes=K` pattern bytes). Modes: `status` (`status=CODE`, default 503, plus retryAfter options), `close`, `reset`, `closeMidBody`. See ``hits(_:)``. |
+/// | `/flaky/ID?failures=N&mode=M` | First N requests for ID fail, then `200 "ok ID"` (or `bytes=K` pattern bytes; with `ranges=1` as `/bytes/K` answers, Range included). Modes: `status` (`status=CODE`, default 503, plus retryAfter options), `close`, `reset`, `closeMidBody`. See ``hits(_:)``. |
 /// | `/redirect?to=URL&status=302` | Redirect to URL (percent-decoded). |
 /// | `/redirect-chain/N` | 302 to `/redirect-chain/N-1`; `/redirect-chain/0` is `200 "end"`. |
 /// | `/redirect-loop` | 302 to itself. |

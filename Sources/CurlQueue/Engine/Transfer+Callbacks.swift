@@ -163,18 +163,28 @@ extension Transfer {
     private func openDestination(status: Int) throws(RequestError) {
         guard var file else { return }
         defer { self.file = file }
-        var append = false
-        if status == 206, file.resumeOffset > 0 {
-            guard let value = head.fields[.contentRange], let range = ContentRange(value),
-                  range.first == file.resumeOffset else {
-                file.discard()
-                rangeRefused = true
-                restartPending = true
-                throw .transport(TransportFailure(code: .rangeError, message: "the server answered another range than asked for"))
-            }
-            append = true
+        if status == 206 {
+            partialRange = try checkedPartialRange(&file)
         }
-        try file.open(append: append)
+        try file.open(append: status == 206 && file.resumeOffset > 0)
+    }
+
+    /// The `Content-Range` of a 206 for a file, which must start where the `.part` file ends
+    /// (at 0 when no Range was asked for). Another range of a resume discards the `.part`
+    /// file and runs the attempt again from byte 0; a part that was not asked for, and does
+    /// not start the file, is refused with nothing written.
+    func checkedPartialRange(_ file: inout DestinationFile) throws(RequestError) -> ContentRange {
+        if let value = head.fields[.contentRange], let range = ContentRange(value), range.first == file.resumeOffset {
+            return range
+        }
+        if file.resumeOffset > 0 {
+            file.discard()
+            rangeRefused = true
+            restartPending = true
+            throw .transport(TransportFailure(code: .rangeError, message: "the server answered another range than asked for"))
+        }
+        throw .transport(TransportFailure(
+            code: .rangeError, message: "the server sent part of the file (206) that was not asked for"))
     }
 
     func progressTick(dltotal: Int64, dlnow: Int64, ultotal: Int64, ulnow: Int64) {

@@ -62,11 +62,14 @@ extension Transfer {
         if var file {
             if (200..<300).contains(status), request.method != .head {
                 do {
+                    if status == 206 { try checkPartialContent(&file) }
                     try file.commit()
                     response.fileURL = file.destination
                 } catch {
                     file.close()
-                    return .finished(.failure(error))
+                    self.file = nil
+                    // A 206 for another range than asked, with no body: from byte 0 again.
+                    return restartPending ? .restart : .finished(.failure(error))
                 }
             } else {
                 file.close()
@@ -74,6 +77,31 @@ extension Transfer {
             self.file = nil
         }
         return .finished(.response(response))
+    }
+
+    /// Checks that a 206 made the `.part` file whole: its range started where the file ended
+    /// and ran to the end of the resource, and every byte of it arrived. A 206 with no body, a
+    /// shorter range than the rest of the file, or fewer bytes than the range leaves the
+    /// `.part` file as it is (what it holds is the start of the file, for a later resume) and
+    /// fails with `partialFile`, which a retry resumes.
+    private func checkPartialContent(_ file: inout DestinationFile) throws(RequestError) {
+        guard file.isOpen else {
+            // No body: nothing was checked or written yet.
+            let range = try checkedPartialRange(&file)
+            throw .transport(TransportFailure(
+                code: .partialFile, message: "the server answered 206 for bytes \(range.first)-\(range.last) with no body"))
+        }
+        guard let range = partialRange else { return }
+        let end = range.last + 1
+        if file.bytesWritten != end {
+            throw .transport(TransportFailure(
+                code: .partialFile,
+                message: "the server announced bytes \(range.first)-\(range.last) and sent \(file.bytesWritten - range.first)"))
+        }
+        if let complete = range.completeLength, end != complete {
+            throw .transport(TransportFailure(
+                code: .partialFile, message: "the server sent bytes \(range.first)-\(range.last) of \(complete): the file is not complete"))
+        }
     }
 
     /// Whether this failure is a reused connection's fault, not the server's answer to this

@@ -49,6 +49,8 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     /// Set when the server refused our Range or answered another one: the attempt runs
     /// again (once) from byte 0, without a Range.
     @exclusivity(unchecked) var rangeRefused = false
+    /// The `Content-Range` of the 206 whose body goes to the `.part` file.
+    @exclusivity(unchecked) var partialRange: ContentRange?
     /// The engine runs the attempt again when it completes.
     @exclusivity(unchecked) var restartPending = false
     /// The attempt runs (again) on a new connection: its first run read bytes left on a
@@ -93,6 +95,7 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         restartPending = false
         bodyBytes = 0
         progressBase = 0
+        partialRange = nil
         file = nil
     }
 

@@ -20,7 +20,9 @@ struct DestinationFile {
     private var descriptor: Int32 = -1
     private(set) var bytesWritten: Int64 = 0
 
-    /// Prepares the destination; reads the size of an existing `.part` when resuming.
+    /// Prepares the destination; reads the size of an existing `.part` when resuming, and
+    /// removes it otherwise: a `.part` file that is not resumed now must not be resumed by a
+    /// later attempt either, which would append this download to bytes of another one.
     init(destination: URL, resume: Bool) throws(RequestError) {
         self.destination = destination
         self.partPath = destination.path + ".part"
@@ -34,6 +36,7 @@ struct DestinationFile {
             resumeOffset = Int64(info.st_size)
         } else {
             resumeOffset = 0
+            if !resume, lstat(partPath, &info) == 0, (info.st_mode & S_IFMT) != S_IFDIR { unlink(partPath) }
         }
     }
 

@@ -82,6 +82,11 @@ public struct Request: Hashable, Sendable {
     }
     /// With a ``destination``: when `<destination>.part` exists, ask for the rest of it with a
     /// `Range` header and append on `206 Partial Content`; a `200 OK` starts over cleanly.
+    /// The file is renamed into place only when the 206's `Content-Range` started where the
+    /// `.part` ended and ran to the end of the resource.
+    ///
+    /// Without it, an existing `.part` is removed when the first attempt starts. Either way,
+    /// the retries of an operation resume the `.part` its own attempts wrote.
     public var resume: Bool {
         get { values.value.resume }
         set { values.value.resume = newValue }
