@@ -143,4 +143,45 @@ import Testing
             #expect(queue.requestCount == 0)
         }
     }
+
+    /// Holds an operation and cancels it when it goes away, as an object that owns a
+    /// download and is captured by its handler may do.
+    final class CancelsOnDeinit: Sendable {
+        let operation: RequestOperation
+        init(_ operation: RequestOperation) { self.operation = operation }
+        deinit { operation.cancel() }
+    }
+
+    @Test(arguments: ["completion", "download", "upload", "body", "head"])
+    func replacingAHandlerReleasesTheOldOneOutsideTheOperationsLock(_ handler: String) async throws {
+        let operation = RequestOperation(request: Request(url: URL(string: "http://127.0.0.1:9/never")!))
+        do {
+            let owner = CancelsOnDeinit(operation)  // its only reference: the handler's
+            switch handler {
+            case "completion": operation.completionHandler = { _ in _ = owner }
+            case "download": operation.downloadProgressHandler = { _ in _ = owner }
+            case "upload": operation.uploadProgressHandler = { _ in _ = owner }
+            case "body": operation.responseBodyHandler = { _ in _ = owner }
+            default: operation.responseHeadHandler = { _ in _ = owner }
+            }
+        }
+        // Replacing it runs the owner's deinit, which takes the operation's lock: a setter
+        // that let go of the old closure under that lock never returns.
+        let returned = DispatchSemaphore(value: 0)
+        Thread {
+            switch handler {
+            case "completion": operation.completionHandler = nil
+            case "download": operation.downloadProgressHandler = nil
+            case "upload": operation.uploadProgressHandler = nil
+            case "body": operation.responseBodyHandler = nil
+            default: operation.responseHeadHandler = nil
+            }
+            returned.signal()
+        }.start()
+        let done = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: returned.wait(timeout: .now() + 10) == .success) }
+        }
+        #expect(done, "the setter is stuck on the operation's lock")
+        if done { #expect(operation.isCancelled) }  // else the lock is held for good
+    }
 }

@@ -26,6 +26,20 @@ import Testing
         #expect(policy.backoff(afterAttempt: 60, random: 0.5) == .seconds(1))
     }
 
+    @Test func extremePoliciesGiveWaitsInsteadOfTrapping() {
+        // Before, each of these trapped converting seconds to Int64 nanoseconds, on the
+        // engine thread, which took the whole process down.
+        let endless = RetryPolicy(maxBackoff: .seconds(Int64.max), jitter: 1, maxRetryAfter: .seconds(Int64.max))
+        let farFuture = endless.spread(retryAfter: .seconds(253_402_300_799), random: 0.99)  // 31 Dec 9999
+        #expect(farFuture > .seconds(253_402_300_799))
+        let huge = RetryPolicy(initialBackoff: .seconds(1 << 40), maxBackoff: .seconds(Int64.max), jitter: 0)
+        #expect(huge.backoff(afterAttempt: 30, random: 0.5) == .nanoseconds(Int64.max))
+        let notANumber = RetryPolicy(initialBackoff: .zero, multiplier: .infinity)
+        #expect(notANumber.backoff(afterAttempt: 3, random: 0.5) == .zero)
+        let negative = RetryPolicy(initialBackoff: .seconds(-5), jitter: 0)
+        #expect(negative.backoff(afterAttempt: 1, random: 0.5) == .zero)
+    }
+
     @Test func jitterStaysWithinTheUpperFractionOfTheWait() {
         let policy = RetryPolicy(initialBackoff: .seconds(1), jitter: 0.5)
         #expect(policy.backoff(afterAttempt: 1, random: 0) == .milliseconds(500))

@@ -94,6 +94,23 @@ import Testing
         }
     }
 
+    @Test func anOperationRunByAQueueStreamsToItsHandlersToo() async throws {
+        try await withServer { server in
+            let heads = Box(0)
+            let streamed = Box(Data())
+            let operation = RequestOperation(request: Request(url: server.url("/bytes/50000?chunk=7001")))
+            operation.responseHeadHandler = { _ in heads.update { $0 += 1 } }
+            operation.responseBodyHandler = { chunk in streamed.update { $0.append(chunk) } }
+            let queue = RequestQueue(maxConcurrentRequestCount: 1)
+            try queue.add(operation)
+            let response = try await within { try await operation.response() }
+            await drain()  // every chunk was handed to the serial callback queue before the outcome
+            #expect(response.body.isEmpty, "the body is not kept")
+            #expect(heads.value == 1)
+            #expect(streamed.value == Data(FixtureServer.expectedBytes(count: 50_000)))
+        }
+    }
+
     @Test func aLargeChunkedBodyArrivesWholeAndInOrder() async throws {
         try await withServer { server in
             let operation = RequestOperation(request: Request(url: server.url("/bytes/3000017?chunked=1&chunk=7001")))

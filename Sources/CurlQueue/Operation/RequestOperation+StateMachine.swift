@@ -54,6 +54,14 @@ extension RequestOperation {
             return true
         }
 
+        /// True before the first attempt: idle, or waiting in a queue for its turn.
+        var isBeforeFirstAttempt: Bool {
+            switch state {
+            case .idle, .enqueued: return true
+            default: return false
+            }
+        }
+
         var isCancelled: Bool {
             switch state {
             case .finished(cancelled: true), .cancelling: return true

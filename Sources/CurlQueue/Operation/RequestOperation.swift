@@ -105,13 +105,13 @@ public final class RequestOperation: Sendable {
     /// the error, ``RequestError/cancelled`` included. Runs on ``callbackQueue``.
     public var completionHandler: (@Sendable (Result<Response, RequestError>) -> Void)? {
         get { state.withLock { $0.completionHandler } }
-        set { state.withLock { $0.completionHandler = newValue } }
+        set { replace(\.completionHandler, with: newValue) }
     }
 
     /// Called as the request body is sent, at most about every 50 ms, with monotonic values.
     public var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)? {
         get { state.withLock { $0.uploadProgressHandler } }
-        set { state.withLock { $0.uploadProgressHandler = newValue } }
+        set { replace(\.uploadProgressHandler, with: newValue) }
     }
 
     /// Called as the response body arrives, at most about every 50 ms, with monotonic values,
@@ -119,7 +119,7 @@ public final class RequestOperation: Sendable {
     /// Set it before the operation starts; a handler set later may miss the early calls.
     public var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)? {
         get { state.withLock { $0.downloadProgressHandler } }
-        set { state.withLock { $0.downloadProgressHandler = newValue } }
+        set { replace(\.downloadProgressHandler, with: newValue) }
     }
 
     /// When set, the response body is streamed to this handler instead of being kept: it is
@@ -140,7 +140,7 @@ public final class RequestOperation: Sendable {
     ///   its `discardsBody`; `maxResponseBodySize` still applies.
     public var responseBodyHandler: (@Sendable (Data) -> Void)? {
         get { state.withLock { $0.responseBodyHandler } }
-        set { state.withLock { $0.responseBodyHandler = newValue } }
+        set { replace(\.responseBodyHandler, with: newValue) }
     }
 
     /// With ``responseBodyHandler``: called once on ``callbackQueue`` with the status and
@@ -150,7 +150,7 @@ public final class RequestOperation: Sendable {
     /// operation starts.
     public var responseHeadHandler: (@Sendable (ResponseHead) -> Void)? {
         get { state.withLock { $0.responseHeadHandler } }
-        set { state.withLock { $0.responseHeadHandler = newValue } }
+        set { replace(\.responseHeadHandler, with: newValue) }
     }
 
     /// When true, a failure whose code is in ``autoRetryErrorCodes`` (or a response whose
@@ -227,8 +227,19 @@ public final class RequestOperation: Sendable {
 
     // MARK: Internals
 
+    /// Sets a handler and lets go of the one it replaces after the lock is released: the
+    /// closure may hold the last reference to an object whose `deinit` reaches this operation.
+    private func replace<Handler>(_ handler: WritableKeyPath<State, Handler?>, with newValue: Handler?) {
+        let replaced = state.withLock { state in
+            let replaced = state[keyPath: handler]
+            state[keyPath: handler] = newValue
+            return replaced
+        }
+        withExtendedLifetime(replaced) {}
+    }
+
     func makeTransfer(attempt: Int, _ state: inout State) -> Transfer {
-        if attempt == 1, state.bodyStream == nil, let body = state.responseBodyHandler, !state.machine.hasStarted {
+        if attempt == 1, state.bodyStream == nil, let body = state.responseBodyHandler, state.machine.isBeforeFirstAttempt {
             state.bodyStream = BodyStream(mode: .push(queue: state.callbackQueue, head: state.responseHeadHandler, body: body))
         }
         var statusesNotStreamed: Set<Int> = []

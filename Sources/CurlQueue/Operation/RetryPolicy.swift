@@ -59,14 +59,14 @@ public struct RetryPolicy: Hashable, Sendable {
         let capped = min(base, maxBackoff.seconds)
         let spread = min(1, max(0, jitter))
         let seconds = capped * (1 - spread) + capped * spread * min(max(random, 0), 1)
-        return .nanoseconds(Int64(seconds * 1e9))
+        return .wait(seconds: seconds)
     }
 
     /// The wait for a `Retry-After` of `asked`: `asked` plus up to `jitter × asked` (at most
     /// `maxBackoff`), with `random` in 0..<1 choosing the point.
     func spread(retryAfter asked: Duration, random: Double) -> Duration {
         let extra = min(asked.seconds * min(1, max(0, jitter)), maxBackoff.seconds) * min(max(random, 0), 1)
-        return asked + .nanoseconds(Int64(extra * 1e9))
+        return asked + .wait(seconds: extra)
     }
 }
 
@@ -75,6 +75,14 @@ extension Duration {
     var seconds: Double {
         let (s, attoseconds) = components
         return Double(s) + Double(attoseconds) / 1e18
+    }
+
+    /// A computed wait of `seconds`: NaN and negative values are no wait, and anything past
+    /// what 64-bit nanoseconds hold (about 292 years) is that much, so that no policy, however
+    /// extreme, makes a wait that cannot be represented.
+    static func wait(seconds: Double) -> Duration {
+        guard seconds > 0 else { return .zero }
+        return .nanoseconds(seconds < 9.2e9 ? Int64(seconds * 1e9) : Int64.max)
     }
 
     /// Whole milliseconds, rounded up, clamped to what libcurl's `long` options take.
