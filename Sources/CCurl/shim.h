@@ -55,6 +55,13 @@ static inline CURLcode ccurl_easy_setopt_xferinfo_callback(CURL *handle, ccurl_x
     return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, value);
 }
 
+typedef int (*ccurl_prereq_callback)(void *userdata, char *primary_ip, char *local_ip,
+                                     int primary_port, int local_port);
+
+static inline CURLcode ccurl_easy_setopt_prereq_callback(CURL *handle, ccurl_prereq_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, value);
+}
+
 static inline CURLcode ccurl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

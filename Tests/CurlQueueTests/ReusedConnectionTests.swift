@@ -1,6 +1,7 @@
 import CurlQueue
 import CurlQueueTestSupport
 import Foundation
+import HTTPTypes
 import Testing
 
 /// A kept-alive connection can hold bytes that belong to no response: a server that sent more
@@ -118,6 +119,76 @@ import Testing
             }) else { return }
             #expect((try? outcome.result.get().body) == Data(FixtureServer.expectedBytes(count: 10)), "\(outcome.result)")
             #expect(outcome.seen.count == 2)
+        }
+    }
+
+    // MARK: A reused connection closed without an answer
+
+    /// Runs the request `make` builds (its URL is `/flaky/ID?failures=1&mode=close`, ID given)
+    /// without `autoRetry`, until its first try goes over a kept-alive connection, which the
+    /// server closes on reading it: libcurl then sends it again on a new connection, unless
+    /// CurlQueue stops it. Nil if none of 10 rounds did.
+    func runOnConnectionClosedWithoutAnswer(
+        _ server: FixtureServer, _ make: (URL) -> Request
+    ) async throws -> Outcome? {
+        let call = UUID().uuidString.prefix(8)
+        for round in 0..<10 {
+            let warm = try await RequestOperation(request: Request(url: server.url("/bytes/1?warm=\(call)-\(round)"))).response()
+            #expect(warm.status == .ok)
+            let kept = try #require(server.requests.last { $0.uri.contains("warm=\(call)-\(round)") }).connectionID
+            let id = "\(call)-\(round)"
+            let operation = RequestOperation(request: make(server.url("/flaky/\(id)?failures=1&mode=close")))
+            operation.autoRetry = false
+            let result = await completion(of: operation)
+            let seen = server.requests.filter { $0.path == "/flaky/\(id)" }
+            if seen.first?.connectionID == kept {
+                return Outcome(result: result, seen: seen, poisonedConnection: kept)
+            }
+        }
+        Issue.record("no request went over a kept-alive connection")
+        return nil
+    }
+
+    /// The control: libcurl's own resend of a request that a reused connection closed without
+    /// an answer (the usual race with a server closing an idle connection) stays for a GET.
+    @Test func aGETThatAReusedConnectionClosedWithoutAnAnswerIsSentAgainByLibcurl() async throws {
+        try await withServer { server in
+            guard let outcome = try await runOnConnectionClosedWithoutAnswer(server, { Request(url: $0) }) else { return }
+            #expect(try outcome.result.get().status == .ok)
+            #expect(outcome.seen.count == 2)
+        }
+    }
+
+    @Test(arguments: [HTTPRequest.Method.post, .patch, HTTPRequest.Method("PURGE")!])
+    func aRequestThatIsNotIdempotentIsNotSentAgainWhenAReusedConnectionClosesWithoutAnAnswer(
+        _ method: HTTPRequest.Method
+    ) async throws {
+        try await withServer { server in
+            guard let outcome = try await runOnConnectionClosedWithoutAnswer(server, { url in
+                var request = Request(url: url)
+                request.method = method
+                if method == .post { request.body = .bytes(Data("charge the card".utf8)) }
+                return request
+            }) else { return }
+            #expect(outcome.seen.count == 1, "sent again")
+            let failure = outcome.result.failure?.transportFailure
+            #expect(failure?.code == .gotNothing)
+            #expect(failure?.message.contains("not sent again") == true)
+        }
+    }
+
+    /// With `autoRetry`, the caller asked for retries: the next attempt sends it again.
+    @Test func aPOSTIsSentAgainWhenTheCallerTurnedOnAutoRetry() async throws {
+        try await withServer { server in
+            _ = try await RequestOperation(request: Request(url: server.url("/bytes/1"))).response()
+            var request = Request(url: server.url("/flaky/auto?failures=1&mode=close"))
+            request.method = .post
+            let operation = RequestOperation(request: request)
+            operation.autoRetry = true
+            operation.retryPolicy = RetryPolicy(initialBackoff: .milliseconds(10))
+            let response = try await operation.response()
+            #expect(response.status == .ok)
+            #expect(server.requests.filter { $0.path == "/flaky/auto" }.count == 2)
         }
     }
 }

@@ -55,6 +55,11 @@ let transferSeekCallback: ccurl_seek_callback = { userdata, offset, origin in
     return CURL_SEEKFUNC_OK
 }
 
+let transferPrerequestCallback: ccurl_prereq_callback = { userdata, _, _, _, _ in
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    return transfer.requestWillBeSent() ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
+}
+
 let transferProgressCallback: ccurl_xferinfo_callback = { userdata, dltotal, dlnow, ultotal, ulnow in
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
     if transfer.cancelRequested.load(ordering: .relaxed) { return 1 }
@@ -66,7 +71,29 @@ extension Transfer {
     /// The shortest interval between two progress reports of one transfer.
     static let progressInterval: UInt64 = 50_000_000
 
+    /// Called (for requests that are not idempotent) before each request of this transfer goes
+    /// out on a connection; returns false to stop it.
+    ///
+    /// libcurl sends a request again, on a new connection, when a reused connection closed
+    /// without a byte of answer — whatever its method. For a POST or PATCH that is not its call
+    /// to make: the server may have received it and acted on it before the connection went
+    /// (RFC 9110, 9.2.2). So a request sent before that had no answer is not sent again: the
+    /// transfer fails with `gotNothing`, which ``RequestOperation/autoRetry`` retries only when
+    /// the caller turned it on. A request after an answer (a redirect followed) goes out.
+    func requestWillBeSent() -> Bool {
+        defer {
+            requestsSent += 1
+            answered = false
+        }
+        guard requestsSent > 0, !answered else { return true }
+        callbackFailure = .transport(TransportFailure(
+            code: .gotNothing,
+            message: "the connection closed without an answer; a \(request.method) is not sent again by itself, as the server may have acted on it"))
+        return false
+    }
+
     func didReceiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+        answered = true
         // Most lines are fields, only kept: nothing else to look at until a head completes.
         guard head.consume(line) else { return }
         if let file, head.status == 206, file.resumeOffset > 0 {

@@ -122,7 +122,7 @@ extension Transfer {
         guard code == CURLE_UNSUPPORTED_PROTOCOL,
               !freshConnection, !cancelRequested.load(ordering: .relaxed),
               bodySink == .undecided, bodyBytes == 0, !head.isComplete,
-              Self.idempotentMethods.contains(request.method) else { return false }
+              Self.isIdempotent(request.method) else { return false }
         var connectionsOpened = 0
         var status = 0
         guard ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connectionsOpened) == CURLE_OK,
@@ -131,7 +131,9 @@ extension Transfer {
     }
 
     /// RFC 9110 section 9.2.2: sending these twice has the effect of sending them once.
-    private static let idempotentMethods: Set<HTTPRequest.Method> = [.get, .head, .put, .delete, .options, .trace]
+    static func isIdempotent(_ method: HTTPRequest.Method) -> Bool {
+        method == .get || method == .head || method == .put || method == .delete || method == .options || method == .trace
+    }
 
     /// The engine let go of a cancelled transfer: keep the `.part` file for a later resume.
     func abandon() {

@@ -104,6 +104,10 @@ extension Transfer {
             set(CURLOPT_SSL_VERIFYHOST, 0)
         }
 
+        if !Self.isIdempotent(request.method) {
+            _ = ccurl_easy_setopt_prereq_callback(easy, transferPrerequestCallback)
+            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, this)
+        }
         let sendsBody = try configureMethodAndBody(easy, status: &status)
         configureHeaders(easy, sendsBody: sendsBody)
 
@@ -138,7 +142,9 @@ extension Transfer {
     private var hasReusableOptions: Bool {
         guard !freshConnection, request.body == nil, request.headerFields.isEmpty, file.map({ $0.resumeOffset == 0 }) ?? true else { return false }
         let method = request.method
-        return method != .post && method != .put && method != .patch  // these send an empty body
+        // POST, PUT and PATCH send an empty body; other methods that are not idempotent have
+        // a prerequest callback.
+        return method != .post && method != .put && method != .patch && Self.isIdempotent(method)
     }
 
     /// Everything but the URL and the transfer's pointers that decides the options

@@ -51,6 +51,10 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     @exclusivity(unchecked) var rangeRefused = false
     /// The `Content-Range` of the 206 whose body goes to the `.part` file.
     @exclusivity(unchecked) var partialRange: ContentRange?
+    /// Requests this transfer put on a connection (see ``requestWillBeSent()``), and whether
+    /// any line of an answer came since the last one.
+    @exclusivity(unchecked) var requestsSent = 0
+    @exclusivity(unchecked) var answered = false
     /// The engine runs the attempt again when it completes.
     @exclusivity(unchecked) var restartPending = false
     /// The attempt runs (again) on a new connection: its first run read bytes left on a
@@ -96,6 +100,8 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         bodyBytes = 0
         progressBase = 0
         partialRange = nil
+        requestsSent = 0
+        answered = false
         file = nil
     }
 

@@ -161,7 +161,11 @@ public final class RequestOperation: Sendable {
     /// Whatever this says, an idempotent request (GET, HEAD, PUT, DELETE, OPTIONS, TRACE)
     /// that a reused connection fails at once, with stray bytes of an earlier response where
     /// its answer should start (code 1), is sent once more on a new connection within the same
-    /// attempt: the fault was the connection's, not the server's answer to it.
+    /// attempt: the fault was the connection's, not the server's answer to it. So is one that
+    /// a reused connection closed without a byte of answer (libcurl's own resend). A request
+    /// that is not idempotent (POST, PATCH, …) is never sent twice within an attempt: the
+    /// server may have acted on it. Such a close fails it with ``CurlCode/gotNothing``, which
+    /// this setting retries.
     public var autoRetry: Bool {
         get { state.withLock { $0.autoRetry } }
         set { state.withLock { $0.autoRetry = newValue } }
