@@ -173,6 +173,9 @@ enum InputFile {
     /// An absolute http or https URL with a host, written without spaces or control
     /// characters (percent-encode them).
     static func validateURL(_ text: String) -> Result<URL, InputProblem> {
+        if text.utf8.count > maxURLBytes {
+            return .failure(InputProblem("the URL is longer than \(maxURLBytes / 1024) KiB: \(quoted(text))"))
+        }
         if text.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
             return .failure(InputProblem("not a URL (spaces and control characters must be percent-encoded): \(quoted(text))"))
         }
@@ -185,8 +188,15 @@ enum InputFile {
         guard let host = url.host, !host.isEmpty else {
             return .failure(InputProblem("the URL has no host: \(quoted(text))"))
         }
+        if let port = url.port, !(1...65535).contains(port) {
+            return .failure(InputProblem("the port must be 1 to 65535: \(quoted(text))"))
+        }
         return .success(url)
     }
+
+    /// The longest URL taken, in bytes: far past any server's limit (8 KiB is common), and
+    /// short enough for libcurl, which refuses a URL of some megabytes only once it runs.
+    static let maxURLBytes = 64 * 1024
 }
 
 /// `text` in single quotes, with control characters escaped, for messages.

@@ -85,19 +85,35 @@ enum SafeFileName {
         return name.isEmpty ? fallback : name
     }
 
-    /// At most ``maxBytes`` of UTF-8, cut at a character boundary, keeping a short extension.
+    /// At most ``maxBytes`` of UTF-8, keeping a short extension (16 bytes at most). Cut at a
+    /// character boundary, except inside a character longer than what is left (a letter with
+    /// hundreds of combining marks), which is cut between its scalars: the stem is never empty,
+    /// so the name never becomes its extension alone (a hidden file).
     static func truncated(_ name: String) -> String {
         guard name.utf8.count > maxBytes else { return name }
         var suffix = ""
-        if let dot = name.lastIndex(of: "."), name.distance(from: dot, to: name.endIndex) <= 16 {
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex, name[dot...].utf8.count <= 16 {
             suffix = String(name[dot...])
         }
-        var stem = ""
+        let budget = maxBytes - suffix.utf8.count
+        var stem = String.UnicodeScalarView()
+        var bytes = 0
         for character in name.dropLast(suffix.count) {
-            if stem.utf8.count + character.utf8.count + suffix.utf8.count > maxBytes { break }
-            stem.append(character)
+            let size = character.utf8.count
+            if bytes + size <= budget {
+                stem.append(contentsOf: character.unicodeScalars)
+                bytes += size
+                continue
+            }
+            for scalar in character.unicodeScalars {
+                let width = UTF8.width(scalar)
+                if bytes + width > budget { break }
+                stem.append(scalar)
+                bytes += width
+            }
+            break
         }
-        return stem + suffix
+        return String(stem) + suffix
     }
 }
 

@@ -53,6 +53,20 @@ import Testing
         }
     }
 
+    @Test func aLongExtensionOfFewCharactersIsNotKeptWholeNorLeftAlone() {
+        // One "character" of 301 bytes: a letter and 150 combining accents, as an extension
+        // and as a stem. Before, the extension was kept whole (16 characters, hundreds of
+        // bytes) and the stem dropped: a hidden name over 200 bytes.
+        let heavy = "a" + String(repeating: "\u{0301}", count: 150)
+        for raw in ["x." + heavy, heavy + ".bin", heavy] {
+            let cut = SafeFileName.sanitize(raw)
+            expectSafe(cut)
+            #expect(["x", "a"].contains(cut.unicodeScalars.first), "\(cut.debugDescription)")
+        }
+        #expect(SafeFileName.sanitize(heavy + ".bin").hasSuffix(".bin"))
+        expectSafe(name("http://h/x.a" + String(repeating: "%CC%81", count: 150)))
+    }
+
     @Test func longNamesAreCutKeepingTheExtension() {
         let long = SafeFileName.sanitize(String(repeating: "é", count: 300) + ".tar.gz")
         #expect(long.utf8.count <= SafeFileName.maxBytes)

@@ -104,8 +104,21 @@ import Testing
         for good in ["http://example.org", "HTTPS://example.org/a?b=c#d", "http://127.0.0.1:8080/x%20y", "http://[::1]/"] {
             #expect((try? InputFile.validateURL(good).get()) != nil, "\(good)")
         }
-        for bad in ["", "example.org/file", "file:///etc/passwd", "http://exa mple.org/", "http://example.org/\u{1}", "https://"] {
+        for bad in ["", "example.org/file", "file:///etc/passwd", "http://exa mple.org/", "http://example.org/\u{1}", "https://",
+                    "http://127.0.0.1:99999/x", "http://127.0.0.1:0/x"] {
             #expect((try? InputFile.validateURL(bad).get()) == nil, "\(bad.debugDescription)")
         }
+        #expect((try? InputFile.validateURL("http://127.0.0.1:65535/x").get()) != nil)
+    }
+
+    @Test func aURLTooLongIsRefusedUpFrontWithAShortMessage() {
+        let long = "http://127.0.0.1/" + String(repeating: "a", count: 5_000_000)
+        guard case .failure(let problem) = InputFile.validateURL(long) else {
+            Issue.record("a URL of 5 MB was taken")
+            return
+        }
+        #expect(problem.message.contains("longer than 64 KiB"))
+        #expect(problem.message.utf8.count < 300)
+        #expect((try? InputFile.validateURL("http://127.0.0.1/" + String(repeating: "a", count: 60_000)).get()) != nil)
     }
 }
