@@ -201,15 +201,20 @@ public final class RequestQueue: Sendable {
         let id = OperationKey(operation)
         // The request is hashed once, here, out of the lock.
         let requestHash = operation.request.hashValue
-        let (duplicates, toStart, subscribers) = state.withLock { state in
+        let (duplicates, toStart) = state.withLock { state in
             let equal = state.sameRequest.insert(operation, hash: requestHash, findingEqual: !state.allowDuplicateRequests)
             let duplicates = state.pendingFirst(equal)
+            let subscribers = state.subscribers.isEmpty ? [] : Array(state.subscribers.values)
+            if !subscribers.isEmpty {
+                // Before the operation can start, which another thread may do as soon as the
+                // queue's lock is released: subscribers see `.added`, then `.started`. (The
+                // operation's lock is only ever taken inside the queue's, never the other way
+                // round; a yield runs no user code.)
+                operation.setObserver { [weak self] event in self?.publish(event, for: operation) }
+                for subscriber in subscribers { subscriber.yield(.added(operation)) }
+            }
             state.scheduler.add(id, payload: Member(operation: operation, requestHash: requestHash), priority: priority)
-            return (duplicates, state.nextToStart(), state.subscribers.isEmpty ? [] : Array(state.subscribers.values))
-        }
-        if !subscribers.isEmpty {
-            operation.setObserver { [weak self] event in self?.publish(event, for: operation) }
-            for subscriber in subscribers { subscriber.yield(.added(operation)) }
+            return (duplicates, state.nextToStart())
         }
         operation.onFinish(finishHook)
         for duplicate in duplicates { duplicate.cancel() }
