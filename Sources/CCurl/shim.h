@@ -4,7 +4,8 @@
 // curl_multi_setopt are wrapped here, one static inline function per argument type. Three
 // more pieces are C for their own reasons: the allocator hint (no compiler may drop it), the
 // socket callback (libcurl takes a C function) and the thread's name (prctl is variadic).
-// This header is the only C in CurlQueue.
+// It also brings in <sys/xattr.h>, which Swift's Glibc module leaves out (a `.part` file keeps
+// its response's validator in an extended attribute). This header is the only C in CurlQueue.
 #ifndef CCURL_SHIM_H
 #define CCURL_SHIM_H
 
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 #if defined(__linux__)
 #include <sys/prctl.h>
+#include <sys/xattr.h>
 #endif
 
 static inline CURLcode ccurl_easy_setopt_long(CURL *handle, CURLoption option, long value) {

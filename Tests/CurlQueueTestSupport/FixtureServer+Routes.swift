@@ -92,6 +92,8 @@ enum Routes {
                 return .fixed(.text(.badRequest, "status must be 200...999"))
             }
             return .fixed(status(code, target: target))
+        case ("versioned", 2) where !segments[1].isEmpty:
+            return versioned(id: segments[1], target: target, headers: headers, state: state)
         case ("flaky", 2) where !segments[1].isEmpty:
             return flaky(id: segments[1], target: target, rangeHeader: headers.first(name: "range"), state: state)
         case ("redirect", 1):
@@ -213,6 +215,42 @@ enum Routes {
             plan.headers.add(name: "Transfer-Encoding", value: "chunked")
         } else {
             plan.headers.add(name: "Content-Length", value: String(announcedLength))
+        }
+        return .bytes(plan)
+    }
+
+    // MARK: /versioned
+
+    /// `/versioned/ID?bytes=K`: a file that changes with every request for ID. Version v is
+    /// K bytes of the pattern from offset v - 1 (so versions differ at every byte), with
+    /// `ETag: "vN"` (`weak=1`: `W/"vN"`) and a `Last-Modified` of its own. Range is honoured
+    /// unless an `If-Range` names another version, which gets the whole new version with 200.
+    /// `closeFirst=C`: the first version is cut off after C bytes (a connection lost mid-body).
+    static func versioned(id: String, target: RequestTarget, headers requestHeaders: HTTPHeaders, state: ServerState) -> ResponsePlan {
+        let version = state.recordFlakyHit("versioned-" + id)
+        let total = max(0, target.int("bytes") ?? 1000)
+        let etag = (target.flag("weak") ? "W/" : "") + "\"v\(version)\""
+        let lastModified = HTTPDate.imfFixdate(secondsSince1970: 1_600_000_000 + version * 3600)
+        var headers: HTTPHeaders = [
+            "Content-Type": "application/octet-stream", "Accept-Ranges": "bytes", "ETag": etag, "Last-Modified": lastModified,
+        ]
+        var status = HTTPResponseStatus.ok
+        var first = 0
+        let ifRange = requestHeaders.first(name: "if-range")
+        if ifRange == nil || ifRange == etag || ifRange == lastModified,
+           case .satisfiable(let rangeFirst, let rangeLast) = ByteRange(header: requestHeaders.first(name: "range"), total: total) {
+            status = .partialContent
+            first = rangeFirst
+            headers.add(name: "Content-Range", value: "bytes \(rangeFirst)-\(rangeLast)/\(total)")
+        }
+        let length = total - first
+        headers.add(name: "Content-Length", value: String(length))
+        var plan = ByteStreamPlan(
+            status: status, headers: headers, firstByte: first + version - 1, sendCount: length,
+            chunkSize: 4096, dripInterval: nil, ending: .end)
+        if version == 1, let cut = target.int("closeFirst") {
+            plan.sendCount = min(max(0, cut), length)
+            plan.ending = .close
         }
         return .bytes(plan)
     }

@@ -18,6 +18,7 @@ import NIOPosix
 /// | `/json?body=TEXT` | `200` with TEXT as an `application/json` body; `type=` another content type, `status=N` another status. |
 /// | `/status/CODE` | That status, body `status CODE`; `retryAfter=S`, `retryAfterDate=S` add `Retry-After`. |
 /// | `/flaky/ID?failures=N&mode=M` | First N requests for ID fail, then `200 "ok ID"` (or `bytes=K` pattern bytes; with `ranges=1` as `/bytes/K` answers, Range included). Modes: `status` (`status=CODE`, default 503, plus retryAfter options), `close`, `reset`, `closeMidBody`. See ``hits(_:)``. |
+/// | `/versioned/ID?bytes=K` | A file that changes with every request for ID: version v is K pattern bytes from offset v-1, with `ETag: "vN"` (`weak=1`: `W/"vN"`) and its own `Last-Modified`. Honours Range unless an `If-Range` names another version (then 200 with the whole new one). `closeFirst=C` cuts the first version off after C bytes. |
 /// | `/redirect?to=URL&status=302` | Redirect to URL (percent-decoded). |
 /// | `/redirect-chain/N` | 302 to `/redirect-chain/N-1`; `/redirect-chain/0` is `200 "end"`. |
 /// | `/redirect-loop` | 302 to itself. |

@@ -1,3 +1,4 @@
+import CCurl
 import CurlQueue
 import CurlQueueTestSupport
 import Foundation
@@ -98,6 +99,60 @@ import Testing
                 #expect(response.attempts == 2)
                 #expect(server.requests.map { $0.header("Range") } == [nil, "bytes=1000-"])
                 #expect(try Data(contentsOf: destination) == expected(100_000))
+            }
+        }
+    }
+
+    // MARK: A file that changed on the server
+
+    /// Whether the folder for test files keeps extended attributes, where a `.part` file keeps
+    /// its validator (tmpfs does since Linux 6.6).
+    static let keepsExtendedAttributes: Bool = {
+        guard let folder = try? makeTemporaryFolder() else { return false }
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("probe").path
+        guard FileManager.default.createFile(atPath: path, contents: Data()) else { return false }
+        return setxattr(path, "user.probe", "1", 1, 0) == 0
+    }()
+
+    /// Version v of `/versioned/…?bytes=count`.
+    func version(_ v: Int, _ count: Int) -> Data { Data(FixtureServer.expectedBytes(offset: v - 1, count: count)) }
+
+    @Test(.enabled(if: keepsExtendedAttributes, "the temporary folder keeps no extended attributes"))
+    func aRetryAfterTheFileChangedOnTheServerGetsTheNewFileWhole() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let destination = folder.appendingPathComponent("changing")
+                // Version 1 is cut off after 50,000 bytes; the retry finds version 2.
+                let request = Request(url: server.url("/versioned/a?bytes=200000&closeFirst=50000"), destination: destination)
+                let response = try await retrying(request).response()
+                #expect(response.attempts == 2)
+                #expect(response.status == .ok)
+                #expect(server.requests.map { $0.header("If-Range") } == [nil, "\"v1\""])
+                #expect(server.requests.last?.header("Range") == "bytes=50000-")
+                #expect(try Data(contentsOf: destination) == version(2, 200_000), "version 2 whole, not spliced onto version 1")
+                #expect(getxattr(destination.path, "user.curlqueue.validator", nil, 0) < 0, "the finished file keeps no validator")
+            }
+        }
+    }
+
+    @Test(.enabled(if: keepsExtendedAttributes, "the temporary folder keeps no extended attributes"))
+    func aResumeInALaterRunSendsTheValidatorKeptWithThePartFile() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let destination = folder.appendingPathComponent("later")
+                let cut = await completion(of: RequestOperation(request: Request(
+                    url: server.url("/versioned/b?bytes=100000&closeFirst=30000&weak=1"), destination: destination)))
+                #expect(cut.failure?.transportFailure?.code == .partialFile)
+                #expect(try Data(contentsOf: part(destination)) == version(1, 30_000))
+                // A new operation, as a new run would make (`curlq -c`). The tag was weak: the
+                // validator is the first version's Last-Modified.
+                let resumed = Request(url: server.url("/versioned/b?bytes=100000&weak=1"), destination: destination, resume: true)
+                let response = try await RequestOperation(request: resumed).response()
+                #expect(response.status == .ok)
+                let ifRange = try #require(server.requests.last?.header("If-Range"))
+                #expect(!ifRange.hasPrefix("W/") && ifRange.hasSuffix(" GMT"), "\(ifRange)")
+                #expect(try Data(contentsOf: destination) == version(2, 100_000))
             }
         }
     }

@@ -193,7 +193,17 @@ extension Transfer {
         if status == 206 {
             partialRange = try checkedPartialRange(&file)
         }
-        try file.open(append: status == 206 && file.resumeOffset > 0)
+        let append = status == 206 && file.resumeOffset > 0
+        try file.open(append: append)
+        if !append { file.recordValidator(resumeValidator) }
+    }
+
+    /// What a later resume of this response's body sends as `If-Range`: its strong `ETag`, or
+    /// its `Last-Modified` (RFC 9110, 13.1.5: a weak tag cannot be).
+    private var resumeValidator: String? {
+        if let etag = head.fields[.eTag], !etag.hasPrefix("W/"), DestinationFile.isUsableValidator(etag) { return etag }
+        if let date = head.fields[.lastModified], DestinationFile.isUsableValidator(date) { return date }
+        return nil
     }
 
     /// The `Content-Range` of a 206 for a file, which must start where the `.part` file ends

@@ -195,7 +195,8 @@ extension Transfer {
     private func configureHeaders(_ easy: UnsafeMutableRawPointer, sendsBody: Bool) {
         // libcurl adds `Expect:` and a form Content-Type only to requests with a body: a
         // bodiless request with no fields of its own needs no list (nor its allocations).
-        if request.headerFields.isEmpty, !sendsBody { return }
+        let ifRange = file.flatMap { $0.resumeOffset > 0 && request.headerFields[.ifRange] == nil ? $0.resumeValidator : nil }
+        if request.headerFields.isEmpty, !sendsBody, ifRange == nil { return }
         var list: UnsafeMutablePointer<curl_slist>?
         func append(_ line: String) {
             if let extended = line.withCString({ curl_slist_append(list, $0) }) { list = extended }
@@ -207,6 +208,7 @@ extension Transfer {
         // No `Expect: 100-continue` wait, and no curl-made form Content-Type, unless asked for.
         if sendsBody, request.headerFields[.expect] == nil { append("Expect:") }
         if request.method == .post, request.headerFields[.contentType] == nil { append("Content-Type:") }
+        if let ifRange { append("If-Range: \(ifRange)") }
         headerList = list
         _ = ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list)
     }

@@ -1,3 +1,4 @@
+import CCurl
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -17,8 +18,17 @@ struct DestinationFile {
     let partPath: String
     /// Bytes of a previous attempt to ask the server for the rest of (0 = ask for everything).
     let resumeOffset: Int64
+    /// The validator (a strong `ETag`, else `Last-Modified`) of the response the `.part` file
+    /// holds the start of, kept with it (``validatorAttribute``): a resume sends it as
+    /// `If-Range`, so a file that changed on the server comes whole (200) instead of its new
+    /// bytes being appended to the old ones.
+    let resumeValidator: String?
     private var descriptor: Int32 = -1
     private(set) var bytesWritten: Int64 = 0
+
+    /// The extended attribute of a `.part` file that holds its validator. Where the file system
+    /// keeps no extended attributes, a resume goes without `If-Range`, as before.
+    static let validatorAttribute = "user.curlqueue.validator"
 
     /// Prepares the destination; reads the size of an existing `.part` when resuming, and
     /// removes it otherwise: a `.part` file that is not resumed now must not be resumed by a
@@ -34,7 +44,9 @@ struct DestinationFile {
         var info = stat()
         if resume, stat(partPath, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
             resumeOffset = Int64(info.st_size)
+            resumeValidator = resumeOffset > 0 ? Self.readValidator(partPath) : nil
         } else {
+            resumeValidator = nil
             resumeOffset = 0
             if !resume, lstat(partPath, &info) == 0, (info.st_mode & S_IFMT) != S_IFDIR { unlink(partPath) }
         }
@@ -58,6 +70,31 @@ struct DestinationFile {
         bytesWritten = append ? resumeOffset : 0
     }
 
+    /// Keeps `validator` with the `.part` file just opened from empty, or removes the one an
+    /// earlier download left: the file holds the start of this response now.
+    func recordValidator(_ validator: String?) {
+        guard descriptor >= 0 else { return }
+        if let validator {
+            _ = validator.withCString { fsetxattr(descriptor, Self.validatorAttribute, $0, strlen($0), 0) }
+        } else {
+            _ = fremovexattr(descriptor, Self.validatorAttribute)
+        }
+    }
+
+    /// The validator kept with the `.part` file at `path`, if it is one a header can carry.
+    private static func readValidator(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 1025)
+        let count = getxattr(path, validatorAttribute, &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        let value = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return isUsableValidator(value) ? value : nil
+    }
+
+    /// Printable ASCII of at most 1 KiB: what may go into an `If-Range` header as it is.
+    static func isUsableValidator(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.count <= 1024 && value.utf8.allSatisfy { (0x20...0x7E).contains($0) }
+    }
+
     /// Writes all of `bytes`.
     mutating func write(_ bytes: UnsafeRawBufferPointer) throws(RequestError) {
         var offset = 0
@@ -75,6 +112,7 @@ struct DestinationFile {
     /// Closes the `.part` file and moves it to the destination, atomically.
     mutating func commit() throws(RequestError) {
         if descriptor < 0 { try open(append: false) }  // an empty body writes nothing
+        _ = fremovexattr(descriptor, Self.validatorAttribute)  // the finished file carries none
         close()
         guard rename(partPath, destination.path) == 0 else {
             throw .fileSystem("cannot move \(partPath) to \(destination.path): \(String(cString: strerror(errno)))")

@@ -83,7 +83,10 @@ public struct Request: Hashable, Sendable {
     /// With a ``destination``: when `<destination>.part` exists, ask for the rest of it with a
     /// `Range` header and append on `206 Partial Content`; a `200 OK` starts over cleanly.
     /// The file is renamed into place only when the 206's `Content-Range` started where the
-    /// `.part` ended and ran to the end of the resource.
+    /// `.part` ended and ran to the end of the resource. The `.part` keeps the `ETag` (or
+    /// `Last-Modified`) of the response it began with, in an extended attribute where the file
+    /// system has them, and the resume sends it as `If-Range`: a file that changed on the
+    /// server comes whole instead of being spliced onto the old bytes.
     ///
     /// Without it, an existing `.part` is removed when the first attempt starts. Either way,
     /// the retries of an operation resume the `.part` its own attempts wrote.
