@@ -211,7 +211,6 @@ fileprivate func waitForFile(_ path: String, atLeast bytes: Int64, timeout: Doub
 }
 
 fileprivate func contents(_ url: URL) -> [UInt8]? { (try? Data(contentsOf: url)).map(Array.init) }
-fileprivate func exists(_ url: URL) -> Bool { FileManager.default.fileExists(atPath: url.path) }
 fileprivate func files(in folder: URL) -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted() }
 
 /// A port bound on 127.0.0.1 but not listening, so that connecting to it is refused, for the
@@ -248,13 +247,6 @@ fileprivate func loopbackSocket(listening: Bool) throws -> (Int32, sockaddr_in) 
 /// ThreadSanitizer's runtime in the process.
 fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_SANITIZER"] != nil
     || dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil  // nil is RTLD_DEFAULT
-
-/// A fresh temporary folder for the duration of `body`.
-fileprivate func withFolder<T>(_ body: (URL) async throws -> T) async throws -> T {
-    let folder = try makeTemporaryFolder()
-    defer { try? FileManager.default.removeItem(at: folder) }
-    return try await body(folder)
-}
 
 @Suite struct CurlqTests {
     // MARK: Help and usage errors

@@ -5,15 +5,6 @@ import Testing
 
 /// Downloads to a file: `.part` while incomplete, renamed atomically, resumable.
 @Suite struct DownloadTests {
-    func withFolder<T>(_ body: (URL) async throws -> T) async throws -> T {
-        let folder = try makeTemporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        return try await body(folder)
-    }
-
-    func exists(_ url: URL) -> Bool { FileManager.default.fileExists(atPath: url.path) }
-    func part(_ url: URL) -> URL { URL(fileURLWithPath: url.path + ".part") }
-
     @Test func aCompleteDownloadIsRenamedIntoPlace() async throws {
         try await withServer { server in
             try await withFolder { folder in

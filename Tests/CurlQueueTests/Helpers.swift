@@ -53,6 +53,19 @@ func makeTemporaryFolder() throws -> URL {
     return url
 }
 
+/// A fresh temporary folder for the duration of `body`.
+func withFolder<T>(_ body: (URL) async throws -> T) async throws -> T {
+    let folder = try makeTemporaryFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    return try await body(folder)
+}
+
+/// Whether a file (of any kind) is at `url`.
+func exists(_ url: URL) -> Bool { FileManager.default.fileExists(atPath: url.path) }
+
+/// Where a download to `url` writes until it is complete.
+func part(_ url: URL) -> URL { URL(fileURLWithPath: url.path + ".part") }
+
 extension Response {
     var bodyBytes: [UInt8] { Array(body) }
 }

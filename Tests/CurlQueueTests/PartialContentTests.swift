@@ -8,14 +8,6 @@ import Testing
 /// `.part` file where it ends and run to the end of the resource, and a `.part` file is resumed
 /// only by the download that was told to resume it, or that wrote it.
 @Suite struct PartialContentTests {
-    func withFolder<T>(_ body: (URL) async throws -> T) async throws -> T {
-        let folder = try makeTemporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        return try await body(folder)
-    }
-
-    func exists(_ url: URL) -> Bool { FileManager.default.fileExists(atPath: url.path) }
-    func part(_ url: URL) -> URL { URL(fileURLWithPath: url.path + ".part") }
     func expected(_ count: Int) -> Data { Data(FixtureServer.expectedBytes(count: count)) }
 
     func retrying(_ request: Request) -> RequestOperation {

@@ -22,30 +22,47 @@ import Testing
         var poisonedConnection: Int
     }
 
+    /// Runs the request `make` builds for a round, without `autoRetry`, until its first try
+    /// goes over the connection `prepare` readied for that round (and returned the server's ID
+    /// of): libcurl's pool is shared with the other tests, whose connections can push that one
+    /// out. `isOurs` picks the round's requests from what the server saw. Nil if none of 10
+    /// rounds did.
+    func runOverPreparedConnection(
+        _ server: FixtureServer,
+        prepare: (_ round: String) async throws -> Int,
+        make: (_ round: String) -> Request,
+        isOurs: (_ request: RecordedRequest, _ round: String) -> Bool
+    ) async throws -> Outcome? {
+        let call = UUID().uuidString.prefix(8)
+        for index in 0..<10 {
+            let round = "\(call)-\(index)"
+            let connection = try await prepare(round)
+            let operation = RequestOperation(request: make(round))
+            operation.autoRetry = false
+            let result = await completion(of: operation)
+            let seen = server.requests.filter { isOurs($0, round) }
+            if seen.first?.connectionID == connection {
+                return Outcome(result: result, seen: seen, poisonedConnection: connection)
+            }
+        }
+        Issue.record("no request went over the connection made ready for it")
+        return nil
+    }
+
     /// Leaves `leftover` (default `HELLO THERE` and CRLF) on a connection, then runs the request
-    /// `make` builds (its URL must carry the tag it is given) without `autoRetry`, until its
-    /// first try goes over that connection: libcurl's pool is shared with the other tests,
-    /// whose connections can push that one out. Nil if none of 10 rounds did.
+    /// `make` builds (its URL must carry the tag it is given) until its first try goes over
+    /// that connection.
     func runOnPoisonedConnection(
         _ server: FixtureServer, leftover: String? = nil, _ make: (String) -> Request
     ) async throws -> Outcome? {
         let query = leftover.map { "?bytes=\($0)" } ?? ""
-        let call = UUID().uuidString.prefix(8)
-        for round in 0..<10 {
+        return try await runOverPreparedConnection(server, prepare: { _ in
             let left = try await RequestOperation(request: Request(url: server.url("/leftover\(query)"))).response()
             #expect(left.status == .ok)
-            let poisoned = try #require(server.requests.last { $0.path == "/leftover" }).connectionID
-            let tag = "round=\(call)-\(round)"
-            let operation = RequestOperation(request: make(tag))
-            operation.autoRetry = false
-            let result = await completion(of: operation)
-            let seen = server.requests.filter { $0.path != "/leftover" && $0.uri.contains(tag) }
-            if seen.first?.connectionID == poisoned {
-                return Outcome(result: result, seen: seen, poisonedConnection: poisoned)
-            }
-        }
-        Issue.record("no request went over the connection left with stray bytes")
-        return nil
+            return try #require(server.requests.last { $0.path == "/leftover" }).connectionID
+        }, make: { round in make("round=\(round)") }, isOurs: { request, round in
+            request.path != "/leftover" && request.uri.contains("round=\(round)")
+        })
     }
 
     @Test func aGETThatMeetsLeftoverBytesRunsAgainOnANewConnection() async throws {
@@ -124,29 +141,19 @@ import Testing
 
     // MARK: A reused connection closed without an answer
 
-    /// Runs the request `make` builds (its URL is `/flaky/ID?failures=1&mode=close`, ID given)
-    /// without `autoRetry`, until its first try goes over a kept-alive connection, which the
-    /// server closes on reading it: libcurl then sends it again on a new connection, unless
-    /// CurlQueue stops it. Nil if none of 10 rounds did.
+    /// Runs the request `make` builds for `/flaky/ID?failures=1&mode=close` until its first try
+    /// goes over a kept-alive connection, which the server closes on reading it: libcurl then
+    /// sends it again on a new connection, unless CurlQueue stops it.
     func runOnConnectionClosedWithoutAnswer(
         _ server: FixtureServer, _ make: (URL) -> Request
     ) async throws -> Outcome? {
-        let call = UUID().uuidString.prefix(8)
-        for round in 0..<10 {
-            let warm = try await RequestOperation(request: Request(url: server.url("/bytes/1?warm=\(call)-\(round)"))).response()
+        try await runOverPreparedConnection(server, prepare: { round in
+            let warm = try await RequestOperation(request: Request(url: server.url("/bytes/1?warm=\(round)"))).response()
             #expect(warm.status == .ok)
-            let kept = try #require(server.requests.last { $0.uri.contains("warm=\(call)-\(round)") }).connectionID
-            let id = "\(call)-\(round)"
-            let operation = RequestOperation(request: make(server.url("/flaky/\(id)?failures=1&mode=close")))
-            operation.autoRetry = false
-            let result = await completion(of: operation)
-            let seen = server.requests.filter { $0.path == "/flaky/\(id)" }
-            if seen.first?.connectionID == kept {
-                return Outcome(result: result, seen: seen, poisonedConnection: kept)
-            }
-        }
-        Issue.record("no request went over a kept-alive connection")
-        return nil
+            return try #require(server.requests.last { $0.uri.contains("warm=\(round)") }).connectionID
+        }, make: { round in make(server.url("/flaky/\(round)?failures=1&mode=close")) }, isOurs: { request, round in
+            request.path == "/flaky/\(round)"
+        })
     }
 
     /// The control: libcurl's own resend of a request that a reused connection closed without
