@@ -10,6 +10,7 @@ import NIOHTTP1
 /// - `etag=E`: `ETag: "E"`; a request with `If-None-Match: "E"` gets `304 Not Modified`.
 /// - `lastModified=1`: a fixed `Last-Modified`; a request with that `If-Modified-Since` gets 304.
 /// - `expires=S`: `Date` (now) and `Expires` S seconds after it; `expires=bad`: `Expires: 0`.
+/// - `age=TEXT`: `Age: TEXT`, as it is (a test may send a malformed or huge one).
 ///   Only this option sends `Date`, so that tests may judge freshness by a clock of their own.
 /// - `vary=NAME`: `Vary: NAME`, and the body ends with ` NAME=<the request's value>`.
 /// - `status=S`: that status instead of 200.
@@ -26,6 +27,7 @@ extension Routes {
             fields.add(name: "Date", value: HTTPDate.imfFixdate(secondsSince1970: now))
             fields.add(name: "Expires", value: Int(expires).map { HTTPDate.imfFixdate(secondsSince1970: now + $0) } ?? "0")
         }
+        if let age = target.query["age"] { fields.add(name: "Age", value: age) }
         var notModified = false
         if let eTag = target.query["etag"] {
             fields.add(name: "ETag", value: "\"\(eTag)\"")

@@ -171,6 +171,48 @@ import Testing
         }
     }
 
+    @Test(arguments: ["99999999999999999999", "1e400", "inf", "-5", "00000000030"])
+    func anAgeOfAnyShapeGivesACappedAgeNotACrash(_ age: String) async throws {
+        try await withCache { setup in
+            // Stored with that Age (before, a huge one trapped converting it to Int), then
+            // answered from the store, and revalidated after a 304.
+            let path = "/cache/age?maxAge=60&etag=a&age=\(age)"
+            _ = try await setup.get(path)
+            let cached = try await setup.get(path, policy: .returnCacheElseLoad)
+            #expect(text(cached) == "age #1")
+            let shown = try #require(cached.headerFields[.age].flatMap { Int($0) })
+            #expect(shown == (age == "99999999999999999999" ? 1 << 31 : age == "00000000030" ? 30 : 0))
+            setup.clock.advance(120)
+            #expect(try await setup.text(path) == "age #1")  // stale: revalidated, 304
+            #expect(setup.server.hits("cache-age") == 2)
+        }
+    }
+
+    @Test func aGETWithABodyIsNotAnsweredFromTheStore() async throws {
+        try await withCache { setup in
+            // A search API's query in the body: the URL alone does not tell answers apart.
+            for query in ["alice", "bob"] {
+                var request = Request(url: setup.server.url("/cache/search?maxAge=60"))
+                request.body = .bytes(Data(query.utf8))
+                _ = try await setup.cache.response(for: request) { try await setup.queue.response(for: $0) }
+            }
+            #expect(setup.server.hits("cache-search") == 2)
+        }
+    }
+
+    @Test func aResponseAfterARedirectIsNotKeptUnderTheURLThatRedirected() async throws {
+        try await withCache { setup in
+            // A 302 is not cacheable: the target it names may change; before, its target's
+            // answer was kept under the redirecting URL for the target's max-age.
+            let path = "/redirect?status=302&to=%2Fcache%2Ftarget%3FmaxAge%3D3600"
+            let first = try await setup.text(path)
+            let second = try await setup.text(path)
+            #expect(first == "target #1")
+            #expect(second == "target #2")
+            #expect(setup.server.requests.filter { $0.path == "/redirect" }.count == 2)
+        }
+    }
+
     @Test func aDiskCacheAnswersAfterARestartWithNoTraffic() async throws {
         let folder = try makeTemporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

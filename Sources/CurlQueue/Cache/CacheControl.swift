@@ -41,11 +41,13 @@ struct CacheControl: Equatable {
         }
     }
 
-    /// A delta-seconds value; anything else is 0. Huge values are capped at 2^31 (RFC 9111 §1.2.2).
-    private static func seconds(_ value: Substring?) -> Int {
+    /// A delta-seconds value; anything else is 0. Huge values are capped at 2^31 (RFC 9111
+    /// §1.2.2); leading zeros count for nothing (`00000000060` is a minute).
+    static func seconds(_ value: Substring?) -> Int {
         guard let value, !value.isEmpty, value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return 0 }
-        if value.utf8.count > 10 { return 1 << 31 }
-        return min(Int(value) ?? 0, 1 << 31)
+        let significant = value.drop(while: { $0 == "0" })
+        if significant.utf8.count > 10 { return 1 << 31 }
+        return min(Int(significant) ?? 0, 1 << 31)
     }
 
     private static func smaller(_ old: Int?, _ new: Int) -> Int { old.map { min($0, new) } ?? new }

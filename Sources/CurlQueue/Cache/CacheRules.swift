@@ -78,7 +78,8 @@ enum CacheRules {
     static func currentAge(_ entry: CachedResponse, now: Date) -> TimeInterval {
         let date = entry.headerFields[.date].flatMap(HTTPDate.parse) ?? entry.receivedAt
         let apparentAge = max(0, entry.receivedAt.timeIntervalSince(date))
-        let ageValue = entry.headerFields[.age].flatMap { TimeInterval($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        // Delta-seconds, as Cache-Control's: not a Double (`1e400`, `inf`), capped at 2^31.
+        let ageValue = TimeInterval(CacheControl.seconds(entry.headerFields[.age].map { Substring($0.trimmingCharacters(in: .whitespaces)) }))
         let responseDelay = max(0, entry.receivedAt.timeIntervalSince(entry.requestedAt))
         let correctedInitialAge = max(apparentAge, max(0, ageValue) + responseDelay)
         let residentTime = max(0, now.timeIntervalSince(entry.receivedAt))

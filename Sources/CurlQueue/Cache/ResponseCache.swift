@@ -36,7 +36,8 @@ public final class ResponseCache: Sendable {
         timeToLive: Duration? = nil,
         send: (Request) async throws -> Response
     ) async throws -> Response {
-        guard request.method == .get, request.destination == nil, !request.discardsBody else {
+        // A GET with a body (a search API's query) is not told apart by its URL: not cached.
+        guard request.method == .get, request.body == nil, request.destination == nil, !request.discardsBody else {
             let response = try await send(request)
             invalidateAfterUnsafeMethod(request, response: response)
             return response
@@ -95,7 +96,9 @@ public final class ResponseCache: Sendable {
     /// Stores `response` if HTTP's rules allow it; a response that may not be stored replaces
     /// nothing, but removes the old entry (it is no longer what the server says).
     private func keep(_ response: Response, for request: Request, key: String, requestedAt: Date, timeToLive: Duration?) -> Response {
-        let storable = response.fileURL == nil && CacheRules.isStorable(
+        // A response that came after a redirect is the answer for another URL: a 302 is not
+        // cacheable, and a 301's target may change what it says. It is not kept under this one.
+        let storable = response.fileURL == nil && response.metrics.redirectCount == 0 && CacheRules.isStorable(
             method: request.method, requestFields: request.headerFields, status: response.status.code,
             responseFields: response.headerFields, timeToLive: timeToLive)
         if storable, let vary = CacheRules.varyingFields(responseFields: response.headerFields, requestFields: request.headerFields) {
@@ -117,7 +120,8 @@ public final class ResponseCache: Sendable {
     /// The stored response as an answer to `request`, with its current `Age`.
     private func cachedAnswer(_ entry: CachedResponse, for request: Request) -> Response {
         var fields = entry.headerFields
-        fields[.age] = String(Int(CacheRules.currentAge(entry, now: now()).rounded(.down)))
+        let age = CacheRules.currentAge(entry, now: now())
+        fields[.age] = String(age.isFinite ? Int(min(max(0, age), TimeInterval(1 << 31)).rounded(.down)) : 1 << 31)
         return Response(status: entry.status, headerFields: fields, body: entry.body, fileURL: nil,
                         effectiveURL: request.url, httpVersion: .http1_1, metrics: TransferMetrics(), attempts: 0)
     }
