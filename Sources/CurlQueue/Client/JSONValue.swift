@@ -2,8 +2,10 @@ public import Foundation
 
 /// A JSON document as it is, with booleans kept apart from numbers.
 ///
-/// Decoded with `JSONDecoder`, not `JSONSerialization`, which on Linux gives `true` and `1`
-/// the same `NSNumber` and so cannot tell a boolean from a number.
+/// ``init(parsing:)`` reads a document with a parser of its own: `JSONSerialization` on Linux
+/// gives `true` and `1` the same `NSNumber`, and `JSONDecoder` reaches this type only by
+/// trying each type in turn, which costs more the deeper the document (the `Decodable`
+/// conformance, for a `JSONValue` inside a type of your own, does just that).
 public enum JSONValue: Hashable, Sendable, Decodable {
     /// `null`.
     case null
@@ -36,50 +38,22 @@ public enum JSONValue: Hashable, Sendable, Decodable {
         }
     }
 
-    /// Parses a JSON document.
-    /// - Throws: ``HTTPClientError/decoding(path:message:)`` when `data` is not JSON.
+    /// Parses a JSON document, in one pass over its bytes (see ``Parser``): a value of any
+    /// type at the top, arrays and objects nested at most ``maxDepth`` deep.
+    /// - Throws: ``HTTPClientError/decoding(path:message:)`` when `data` is not JSON, with the
+    ///   byte where it stops being JSON.
     public init(parsing data: Data) throws(HTTPClientError) {
-        if let depth = Self.nestingBeyondLimit(data) {
-            throw .decoding(path: "$", message: "nested deeper than \(depth) levels")
-        }
+        var parser = Parser(data)
         do {
-            self = try JSONDecoder().decode(JSONValue.self, from: data)
+            self = try parser.document()
         } catch {
-            throw HTTPClientError(decoding: error)
+            throw .decoding(path: "$", message: error.message)
         }
     }
 
-    /// The most arrays and objects a document may nest: decoding is recursive, and a
-    /// document of a million `[` must not exhaust the stack.
+    /// The most arrays and objects a document may nest, so that a document of a million `[`
+    /// is refused at once instead of exhausting the stack.
     static let maxDepth = 512
-
-    /// `maxDepth` when `data` nests deeper than it, outside strings; otherwise `nil`.
-    static func nestingBeyondLimit(_ data: Data) -> Int? {
-        var depth = 0
-        var inString = false
-        var escaped = false
-        for byte in data {
-            if inString {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "["), UInt8(ascii: "{"):
-                depth += 1
-                if depth > maxDepth { return maxDepth }
-            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
-            default: break
-            }
-        }
-        return nil
-    }
 
     /// The JSON type's name: `null`, `bool`, `number`, `string`, `array` or `object`.
     public var typeName: String {
