@@ -78,4 +78,21 @@ import Testing
         #expect(HTTPClientError.transport(.cancelled).isCancelled)
         #expect(HTTPClientError.transport(.cancelled).description == "transfer failed: cancelled")
     }
+
+    @Test func descriptionsShowNoPasswordNorSecretQueryValue() async throws {
+        try await withServer { (server) async throws in
+            let base = URL(string: "http://user:PASSWORD@127.0.0.1:\(server.port)/")!
+            let client = HTTPClient(configuration: .init(baseURL: base, queue: RequestQueue()))
+            do throws(HTTPClientError) {
+                _ = try await client.get("status/500", query: [URLQueryItem(name: "access_token", value: "QSECRET")], as: Echo.self)
+                Issue.record("a 500 was taken")
+            } catch {
+                #expect(error.response?.status.code == 500)
+                #expect(!error.description.contains("PASSWORD") && !error.description.contains("QSECRET"), "\(error)")
+                #expect(error.description.contains("access_token=REDACTED"), "\(error)")
+            }
+            #expect(!HTTPClientError.notCached(URL(string: "https://u:PASSWORD@h/x?token=QSECRET")!).description.contains("SECRET"))
+            #expect(!HTTPClientError.notCached(URL(string: "https://u:PASSWORD@h/x")!).description.contains("PASSWORD"))
+        }
+    }
 }

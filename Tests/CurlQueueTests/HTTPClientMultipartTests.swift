@@ -75,5 +75,11 @@ import Testing
         #expect(boundaries.allSatisfy { $0.count == 30 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } })
         #expect(MultipartForm(boundary: "a b\r\n\"c").boundary == "a-b---c")
         #expect(MultipartForm(boundary: "").boundary == "-")
+        // A boundary that is not a bare token is quoted in the header (strict parsers refuse it
+        // bare), never in the body's delimiter lines.
+        #expect(MultipartForm(boundary: "a:b=c(1)").contentType == #"multipart/form-data; boundary="a:b=c(1)""#)
+        #expect(MultipartForm(boundary: "plain-Token_1.2").contentType == "multipart/form-data; boundary=plain-Token_1.2")
+        let random = MultipartForm()
+        #expect(random.contentType == "multipart/form-data; boundary=\(random.boundary)")
     }
 }

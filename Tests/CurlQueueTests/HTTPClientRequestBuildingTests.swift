@@ -27,6 +27,9 @@ import Testing
         "https://evil.example/x", "http:evil.example", "//evil.example/x", "///evil", "mailto:a@b",
         "users?id=1", "users#top", "a\\b", "../admin", "users/../../x", "./x", "users/%2e%2e/x",
         "a\r\nHost: evil", "a\u{0}b",
+        // Dot segments behind encoded slashes or backslashes, or with parameters, as servers
+        // and proxies that decode them read them.
+        "%2e%2e%2fadmin", "..%2fadmin", "files/..%2F..%2Fsecret", "a%5c..%5cb", "..;/admin", "x/%2E%2E%5C",
     ])
     func pathsThatCouldLeaveTheBaseAreRefused(path: String) {
         #expect(throws: HTTPClientError.self) { try client.url(for: path) }

@@ -131,5 +131,5 @@ public final class ResponseCache: Sendable {
 public struct ResponseCacheMiss: Error, Hashable, Sendable, CustomStringConvertible {
     /// The URL asked for.
     public var url: URL
-    public var description: String { "no cached response for \(url.absoluteString), and the cache policy forbids loading" }
+    public var description: String { "no cached response for \(LoggingMiddleware.redacted(url)), and the cache policy forbids loading" }
 }

@@ -11,7 +11,9 @@ extension HTTPClient {
     /// - Throws: ``HTTPClientError/invalidPath(_:reason:)`` for a path that could reach
     ///   another origin or another part of the server than the one meant: one with a scheme
     ///   (`https://…`, `mailto:`), starting with `//`, holding `\`, `?`, `#`, a control
-    ///   character or a `.` or `..` segment. Query items go in `query`, never in the path.
+    ///   character or a `.` or `..` segment — also written `%2e`, behind an encoded slash or
+    ///   backslash (`..%2f`, `%5c..`) or with parameters (`..;`), as servers may decode them.
+    ///   Query items go in `query`, never in the path.
     public func url(for path: String, query: [URLQueryItem] = [], useCDN: Bool = false) throws(HTTPClientError) -> URL {
         let base = useCDN ? (configuration.cdnURL ?? configuration.baseURL) : configuration.baseURL
         let encodedPath = try Self.encodedPath(path)
@@ -28,11 +30,11 @@ extension HTTPClient {
             .compactMap { $0 }.filter { !$0.isEmpty }
         if !queries.isEmpty { string += "?" + queries.joined(separator: "&") }
         guard let url = URL(string: string) else {
-            throw .invalidPath(path, reason: "does not make a valid URL with \(base.absoluteString)")
+            throw .invalidPath(path, reason: "does not make a valid URL with \(LoggingMiddleware.redacted(base))")
         }
         // Defence in depth: whatever the checks above missed, the origin must be the base's.
         guard url.scheme?.lowercased() == base.scheme?.lowercased(), url.host == base.host, url.port == base.port else {
-            throw .invalidPath(path, reason: "would leave \(base.absoluteString)")
+            throw .invalidPath(path, reason: "would leave \(LoggingMiddleware.redacted(base))")
         }
         return url
     }
@@ -60,9 +62,16 @@ extension HTTPClient {
             }
         }
         for segment in trimmed.split(separator: "/", omittingEmptySubsequences: false) {
+            // As a server or proxy may read it: `%2e` a dot, `%2f` and `%5c` (and `\`) a
+            // slash, and `;…` a segment's parameters (`..;` is `..` to some servers).
             let decoded = segment.replacingOccurrences(of: "%2e", with: ".", options: .caseInsensitive)
-            if decoded == "." || decoded == ".." {
-                throw .invalidPath(path, reason: "has a \"\(decoded)\" segment, which would leave the base path")
+                .replacingOccurrences(of: "%2f", with: "/", options: .caseInsensitive)
+                .replacingOccurrences(of: "%5c", with: "/", options: .caseInsensitive)
+            for piece in decoded.split(separator: "/", omittingEmptySubsequences: false) {
+                let name = piece.prefix { $0 != ";" }
+                if name == "." || name == ".." {
+                    throw .invalidPath(path, reason: "has a \"\(name)\" segment, which would leave the base path")
+                }
             }
         }
         return encodePathCharacters(trimmed)

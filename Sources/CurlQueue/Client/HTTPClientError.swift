@@ -39,7 +39,8 @@ public enum HTTPClientError: Error, CustomStringConvertible {
         return nil
     }
 
-    /// A one-line account of the error, for logs and users.
+    /// A one-line account of the error, for logs and users. URLs in it show no password and
+    /// no value of a query parameter ``LoggingMiddleware/defaultRedactedQueryNames`` lists.
     public var description: String {
         switch self {
         case .invalidPath(let path, let reason):
@@ -49,7 +50,7 @@ public enum HTTPClientError: Error, CustomStringConvertible {
         case .transport(let error):
             return "transfer failed: \(error)"
         case .status(let response):
-            let url = response.effectiveURL.map { " from \($0.absoluteString)" } ?? ""
+            let url = response.effectiveURL.map { " from \(LoggingMiddleware.redacted($0))" } ?? ""
             let phrase = response.status.reasonPhrase.isEmpty ? "" : " " + response.status.reasonPhrase
             return "unexpected status \(response.status.code)\(phrase)\(url)"
         case .decoding(let path, let message):
@@ -59,7 +60,7 @@ public enum HTTPClientError: Error, CustomStringConvertible {
         case .middleware(let error):
             return "middleware failed: \(error)"
         case .notCached(let url):
-            return "no cached response for \(url.absoluteString), and the cache policy forbids loading"
+            return "no cached response for \(LoggingMiddleware.redacted(url)), and the cache policy forbids loading"
         }
     }
 }

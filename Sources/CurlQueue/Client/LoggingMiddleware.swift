@@ -86,6 +86,12 @@ public struct LoggingMiddleware: HTTPClientMiddleware {
 
     /// The URL with redacted query values and without a password.
     func redacted(_ url: URL) -> String {
+        Self.redacted(url, queryNames: redactedQueryNames)
+    }
+
+    /// `url` with the values of the query parameters named in `queryNames` (lowercased) and
+    /// any password replaced by `REDACTED`: what logs and error descriptions may show.
+    static func redacted(_ url: URL, queryNames: Set<String> = defaultRedactedQueryNames) -> String {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "<unparsable URL>" }
         if components.password != nil { components.password = "REDACTED" }
         if let query = components.percentEncodedQuery {
@@ -93,7 +99,7 @@ public struct LoggingMiddleware: HTTPClientMiddleware {
                 guard let equals = pair.firstIndex(of: "=") else { return String(pair) }
                 let name = pair[..<equals].removingPercentEncoding ?? String(pair[..<equals])
                 let plainName = name.replacingOccurrences(of: "+", with: " ").lowercased()
-                return redactedQueryNames.contains(plainName) ? "\(pair[..<equals])=REDACTED" : String(pair)
+                return queryNames.contains(plainName) ? "\(pair[..<equals])=REDACTED" : String(pair)
             }.joined(separator: "&")
         }
         return components.string ?? "<unparsable URL>"

@@ -63,8 +63,15 @@ public struct MultipartForm: Hashable, Sendable {
         self.boundary = cleaned.isEmpty ? "-" : String(cleaned)
     }
 
-    /// The `Content-Type` of the body: `multipart/form-data; boundary=…`.
-    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+    /// The `Content-Type` of the body: `multipart/form-data; boundary=…`, the boundary quoted
+    /// when it holds a character a header parameter may not hold as a bare token
+    /// (`'()+,/:=?`; RFC 2045, 5.1), which strict parsers refuse unquoted.
+    public var contentType: String {
+        let plain = boundary.unicodeScalars.allSatisfy { scalar in
+            ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || "0123456789-_.'+".unicodeScalars.contains(scalar)
+        }
+        return "multipart/form-data; boundary=" + (plain ? boundary : "\"\(boundary)\"")
+    }
 
     /// Appends a text field.
     public mutating func addField(name: String, value: String) {
