@@ -101,17 +101,28 @@ public final class RequestOperation: Sendable {
 
     // MARK: Configuration
 
+    // Each handler's setter swaps the new closure in under the lock, and the replaced one is
+    // released after it: it may hold the last reference to an object whose `deinit` reaches
+    // this operation. (Not through `swap` or a generic helper: a closure passed as a generic
+    // value is wrapped in a thunk, an allocation per handler kept for the operation's life.)
+
     /// Called once when the operation ends: with the ``Response`` (any HTTP status), or with
     /// the error, ``RequestError/cancelled`` included. Runs on ``callbackQueue``.
     public var completionHandler: (@Sendable (Result<Response, RequestError>) -> Void)? {
         get { state.withLock { $0.completionHandler } }
-        set { replace(\.completionHandler, with: newValue) }
+        set {
+            var replaced = newValue
+            state.withLock { state in (state.completionHandler, replaced) = (replaced, state.completionHandler) }  // the old one goes after the lock
+        }
     }
 
     /// Called as the request body is sent, at most about every 50 ms, with monotonic values.
     public var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)? {
         get { state.withLock { $0.uploadProgressHandler } }
-        set { replace(\.uploadProgressHandler, with: newValue) }
+        set {
+            var replaced = newValue
+            state.withLock { state in (state.uploadProgressHandler, replaced) = (replaced, state.uploadProgressHandler) }  // the old one goes after the lock
+        }
     }
 
     /// Called as the response body arrives, at most about every 50 ms, with monotonic values,
@@ -119,7 +130,10 @@ public final class RequestOperation: Sendable {
     /// Set it before the operation starts; a handler set later may miss the early calls.
     public var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)? {
         get { state.withLock { $0.downloadProgressHandler } }
-        set { replace(\.downloadProgressHandler, with: newValue) }
+        set {
+            var replaced = newValue
+            state.withLock { state in (state.downloadProgressHandler, replaced) = (replaced, state.downloadProgressHandler) }  // the old one goes after the lock
+        }
     }
 
     /// When set, the response body is streamed to this handler instead of being kept: it is
@@ -140,7 +154,10 @@ public final class RequestOperation: Sendable {
     ///   its `discardsBody`; `maxResponseBodySize` still applies.
     public var responseBodyHandler: (@Sendable (Data) -> Void)? {
         get { state.withLock { $0.responseBodyHandler } }
-        set { replace(\.responseBodyHandler, with: newValue) }
+        set {
+            var replaced = newValue
+            state.withLock { state in (state.responseBodyHandler, replaced) = (replaced, state.responseBodyHandler) }  // the old one goes after the lock
+        }
     }
 
     /// With ``responseBodyHandler``: called once on ``callbackQueue`` with the status and
@@ -150,7 +167,10 @@ public final class RequestOperation: Sendable {
     /// operation starts.
     public var responseHeadHandler: (@Sendable (ResponseHead) -> Void)? {
         get { state.withLock { $0.responseHeadHandler } }
-        set { replace(\.responseHeadHandler, with: newValue) }
+        set {
+            var replaced = newValue
+            state.withLock { state in (state.responseHeadHandler, replaced) = (replaced, state.responseHeadHandler) }  // the old one goes after the lock
+        }
     }
 
     /// When true, a failure whose code is in ``autoRetryErrorCodes`` (or a response whose
@@ -230,17 +250,6 @@ public final class RequestOperation: Sendable {
     }
 
     // MARK: Internals
-
-    /// Sets a handler and lets go of the one it replaces after the lock is released: the
-    /// closure may hold the last reference to an object whose `deinit` reaches this operation.
-    private func replace<Handler>(_ handler: WritableKeyPath<State, Handler?>, with newValue: Handler?) {
-        let replaced = state.withLock { state in
-            let replaced = state[keyPath: handler]
-            state[keyPath: handler] = newValue
-            return replaced
-        }
-        withExtendedLifetime(replaced) {}
-    }
 
     func makeTransfer(attempt: Int, _ state: inout State) -> Transfer {
         if attempt == 1, state.bodyStream == nil, let body = state.responseBodyHandler, state.machine.isBeforeFirstAttempt {
