@@ -218,6 +218,29 @@ import Testing
         }
     }
 
+    @Test func aLoopOverTheBodyOfAResponseNoOneKeepsReadsItWhole() async throws {
+        try await withServer { server in
+            let queue = RequestQueue(maxConcurrentRequestCount: 1)
+            // The loop keeps only its iterator: the response and its body are gone once it has
+            // one. Before, that cancelled the operation (0 bytes, then `.cancelled`).
+            let received = try await within {
+                var received = 0
+                for try await chunk in try await queue.stream(Request(url: server.url("/bytes/300000?chunked=1&chunk=7001"))).body {
+                    received += chunk.count
+                }
+                return received
+            }
+            #expect(received == 300_000)
+            let alone = try await within {
+                var iterator = try await queue.stream(Request(url: server.url("/bytes/5000"))).body.makeAsyncIterator()
+                var alone = 0
+                while let chunk = try await iterator.next() { alone += chunk.count }
+                return alone
+            }
+            #expect(alone == 5000)
+        }
+    }
+
     @Test func breakingOutOfTheLoopCancelsAndClosesTheConnection() async throws {
         try await withServer { server in
             let operation = RequestOperation(request: Request(url: server.url("/lines?id=hb1&interval=2")))

@@ -67,9 +67,11 @@ public struct ResponseBody: AsyncSequence, Sendable {
     }
 
     /// Makes the iterator. Its end — or the end of every copy of it — before the body's end
-    /// cancels the operation.
+    /// cancels the operation; the sequence going away while the iterator lives does not
+    /// (`for try await chunk in try await queue.stream(request).body` drops the sequence as
+    /// soon as the loop has its iterator).
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(stream: stream, operation: operation)
+        AsyncIterator(stream: stream, operation: operation, sequenceOwner: owner)
     }
 
     /// Iterates the chunks of a ``ResponseBody``.
@@ -80,11 +82,15 @@ public struct ResponseBody: AsyncSequence, Sendable {
         let stream: BodyStream
         let operation: RequestOperation
         private let owner: CancelOnDrop
+        /// The sequence's own: kept so that dropping the sequence cancels nothing while an
+        /// iterator made from it is in use.
+        private let sequenceOwner: CancelOnDrop
 
-        init(stream: BodyStream, operation: RequestOperation) {
+        fileprivate init(stream: BodyStream, operation: RequestOperation, sequenceOwner: CancelOnDrop) {
             self.stream = stream
             self.operation = operation
             self.owner = CancelOnDrop(operation)
+            self.sequenceOwner = sequenceOwner
         }
 
         /// The next chunk; nil at the end of the body.
