@@ -189,6 +189,34 @@ import Testing
             #expect(failure.code == .operationTimedOut)
         }
     }
+
+    /// A 303 is followed with a GET; libcurl 7.88 would keep DELETE, PATCH or another method it
+    /// sends as a custom one, and send it to the resource the server pointed at.
+    @Test(arguments: ["DELETE", "PATCH", "PURGE"])
+    func aSeeOtherIsNotFollowedWithAMethodOtherThanGET(_ name: String) async throws {
+        try await withServer { server in
+            var request = Request(url: server.url("/redirect?to=/echo&status=303"))
+            request.method = HTTPRequest.Method(name)!
+            if name == "PATCH" { request.body = .bytes(Data("patch".utf8)) }
+            let response = try await RequestOperation(request: request).response()
+            #expect(response.status.code == 303)
+            #expect(response.headerFields[.location] == "/echo")
+            #expect(server.requests.map(\.path) == ["/redirect"], "sent on to the See Other target")
+        }
+    }
+
+    @Test(arguments: ["GET", "POST", "PUT"])
+    func aSeeOtherIsFollowedWithAGET(_ name: String) async throws {
+        try await withServer { server in
+            var request = Request(url: server.url("/redirect?to=/echo&status=303"))
+            request.method = HTTPRequest.Method(name)!
+            let response = try await RequestOperation(request: request).response()
+            #expect(response.status == .ok)
+            let echo = try JSONDecoder().decode(Echo.self, from: response.body)
+            #expect(echo.method == "GET")
+            #expect(echo.uri == "/echo")
+        }
+    }
 }
 
 extension Result {

@@ -15,10 +15,10 @@ import Glibc
 
 let transferHeaderCallback: ccurl_data_callback = { buffer, size, count, userdata in
     let length = size * count
-    Unmanaged<Transfer>.fromOpaque(userdata!)._withUnsafeGuaranteedRef {
+    let goOn = Unmanaged<Transfer>.fromOpaque(userdata!)._withUnsafeGuaranteedRef {
         $0.didReceiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
     }
-    return length
+    return goOn ? length : 0
 }
 
 let transferWriteCallback: ccurl_data_callback = { buffer, size, count, userdata in
@@ -92,16 +92,32 @@ extension Transfer {
         return false
     }
 
-    func didReceiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+    /// Returns false to stop the transfer at this head (a 303 not to be followed).
+    func didReceiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         answered = true
         // Most lines are fields, only kept: nothing else to look at until a head completes.
-        guard head.consume(line) else { return }
+        guard head.consume(line) else { return true }
+        if head.status == 303, isSeeOtherLibcurlWouldFollowWrongly {
+            stoppedAtSeeOther = true
+            return false
+        }
         if let file, head.status == 206, file.resumeOffset > 0 {
             progressBase = file.resumeOffset
         }
         if bodyStream != nil, headIsFinal {
             beginStream()
         }
+        return true
+    }
+
+    /// A 303 (See Other) is followed with a GET (RFC 9110, 15.4.4), but libcurl 7.88 keeps a
+    /// method it was given as `CURLOPT_CUSTOMREQUEST` (DELETE, PATCH, …) on every request of
+    /// the chain: a DELETE answered "see /other" would delete /other. So a request with such a
+    /// method stops at the 303, which is its response; GET, HEAD, POST and PUT follow it.
+    private var isSeeOtherLibcurlWouldFollowWrongly: Bool {
+        guard case .follow = request.redirectPolicy, head.fields[.location] != nil else { return false }
+        let method = request.method
+        return method != .get && method != .head && method != .post && method != .put
     }
 
     /// Whether the complete head is the one whose body the consumer gets: not an interim 1xx,

@@ -21,7 +21,7 @@ extension Transfer {
             file?.close()
             return .finished(.failure(callbackFailure))
         }
-        if code != CURLE_OK {
+        if code != CURLE_OK, !stoppedAtSeeOther {
             file?.close()
             if metLeftoverBytes(code: code, easy: easy) {
                 freshConnection = true

@@ -55,6 +55,9 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     /// any line of an answer came since the last one.
     @exclusivity(unchecked) var requestsSent = 0
     @exclusivity(unchecked) var answered = false
+    /// The transfer stopped at a 303 it must not follow (see `didReceiveHeaderLine`): that head
+    /// is the response.
+    @exclusivity(unchecked) var stoppedAtSeeOther = false
     /// The engine runs the attempt again when it completes.
     @exclusivity(unchecked) var restartPending = false
     /// The attempt runs (again) on a new connection: its first run read bytes left on a
@@ -102,6 +105,7 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         partialRange = nil
         requestsSent = 0
         answered = false
+        stoppedAtSeeOther = false
         file = nil
     }
 

@@ -263,6 +263,8 @@ extension Request {
         case none
         /// Redirects are followed up to `max` times; one more fails with curl's
         /// `CURLE_TOO_MANY_REDIRECTS`. Credentials are not sent to another host or port.
+        /// A 303 is followed with a GET; for a method other than GET, HEAD, POST and PUT
+        /// (DELETE, PATCH, …), which libcurl 7.88 would keep, the 303 is the response instead.
         case follow(max: Int)
     }
 
