@@ -39,6 +39,11 @@ let package = Package(
             dependencies: [.product(name: "CurlQueue", package: "CurlQueue")],
             swiftSettings: strict
         ),
+        .executableTarget(
+            name: "FuzzJSONValue",
+            dependencies: [.product(name: "CurlQueue", package: "CurlQueue")],
+            swiftSettings: strict
+        ),
         // curlq's input-file parser. curlq is an executable target, which no other package can
         // import, so this target compiles curlq's own Sources/curlq/InputFile.swift (through a
         // symbolic link, unchanged; it needs nothing but Foundation) with the harness.
