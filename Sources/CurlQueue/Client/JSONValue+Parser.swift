@@ -46,14 +46,9 @@ extension JSONValue {
 
         private mutating func object() throws(Failure) -> JSONValue {
             try enter()
-            index += 1  // {
             var members: [String: JSONValue] = [:]
             skipWhitespace()
-            if peek(UInt8(ascii: "}")) {
-                index += 1
-                depth -= 1
-                return .object(members)
-            }
+            if close(UInt8(ascii: "}")) { return .object(members) }
             while true {
                 skipWhitespace()
                 guard peek(UInt8(ascii: "\"")) else { throw failure("an object's key must be a string") }
@@ -64,46 +59,39 @@ extension JSONValue {
                 let member = try value()
                 if members[key] == nil { members[key] = member }  // the first of a repeated key, as JSONDecoder
                 skipWhitespace()
-                if peek(UInt8(ascii: ",")) {
-                    index += 1
-                } else if peek(UInt8(ascii: "}")) {
-                    index += 1
-                    depth -= 1
-                    return .object(members)
-                } else {
-                    throw failure("expected ',' or '}' in an object")
-                }
+                if close(UInt8(ascii: "}")) { return .object(members) }
+                guard peek(UInt8(ascii: ",")) else { throw failure("expected ',' or '}' in an object") }
+                index += 1
             }
         }
 
         private mutating func array() throws(Failure) -> JSONValue {
             try enter()
-            index += 1  // [
             var elements: [JSONValue] = []
             skipWhitespace()
-            if peek(UInt8(ascii: "]")) {
-                index += 1
-                depth -= 1
-                return .array(elements)
-            }
+            if close(UInt8(ascii: "]")) { return .array(elements) }
             while true {
                 elements.append(try value())
                 skipWhitespace()
-                if peek(UInt8(ascii: ",")) {
-                    index += 1
-                } else if peek(UInt8(ascii: "]")) {
-                    index += 1
-                    depth -= 1
-                    return .array(elements)
-                } else {
-                    throw failure("expected ',' or ']' in an array")
-                }
+                if close(UInt8(ascii: "]")) { return .array(elements) }
+                guard peek(UInt8(ascii: ",")) else { throw failure("expected ',' or ']' in an array") }
+                index += 1
             }
         }
 
+        /// Takes the opening `[` or `{` of a container, one level deeper.
         private mutating func enter() throws(Failure) {
             depth += 1
             if depth > JSONValue.maxDepth { throw failure("nested deeper than \(JSONValue.maxDepth) levels") }
+            index += 1
+        }
+
+        /// Takes `closing` and leaves the container, if it is the next byte.
+        private mutating func close(_ closing: UInt8) -> Bool {
+            guard peek(closing) else { return false }
+            index += 1
+            depth -= 1
+            return true
         }
 
         /// A string, from its opening quote: escapes resolved, UTF-8 checked.

@@ -65,7 +65,7 @@ public struct MultipartForm: Hashable, Sendable {
 
     /// The `Content-Type` of the body: `multipart/form-data; boundary=…`, the boundary quoted
     /// when it holds a character a header parameter may not hold as a bare token
-    /// (`'()+,/:=?`; RFC 2045, 5.1), which strict parsers refuse unquoted.
+    /// (`(),/:=?`; RFC 2045, 5.1), which strict parsers refuse unquoted.
     public var contentType: String {
         let plain = boundary.unicodeScalars.allSatisfy { scalar in
             ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || "0123456789-_.'+".unicodeScalars.contains(scalar)
