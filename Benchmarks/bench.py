@@ -43,8 +43,8 @@ def parse_args():
     p.add_argument("--client-cpu", default="1")
     p.add_argument("--output", help="file name stem under Benchmarks/results/ (default latest, or quick)")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=PATH",
-                   help="another build of cq-bench, run like cq-handler as client cq@NAME and like cq-async as "
-                        "cq-async@NAME (A/B of a library change)")
+                   help="another build of cq-bench, run like cq-handler as client cq@NAME, like cq-async as "
+                        "cq-async@NAME and like cq-batch as cq-batch@NAME (A/B of a library change)")
     return p.parse_args()
 
 
@@ -194,11 +194,12 @@ def workloads():
     return all_
 
 
-CLIENTS = ["c-multi", "cq-handler", "cq-async", "urlsession", "ahc", "curl-cli", "aria2c"]
+CLIENTS = ["c-multi", "cq-handler", "cq-async", "cq-batch", "urlsession", "ahc", "curl-cli", "aria2c"]
 LABELS = {
     "c-multi": "C libcurl multi (limit)",
     "cq-handler": "CurlQueue, handlers",
     "cq-async": "CurlQueue, async",
+    "cq-batch": "CurlQueue, async batch",
     "urlsession": "URLSession",
     "ahc": "async-http-client",
     "curl-cli": "curl CLI --parallel",
@@ -206,9 +207,10 @@ LABELS = {
 }
 VARIANTS = dict(v.split("=", 1) for v in ARGS.variant)
 for _name in VARIANTS:
-    CLIENTS += [f"cq@{_name}", f"cq-async@{_name}"]
+    CLIENTS += [f"cq@{_name}", f"cq-async@{_name}", f"cq-batch@{_name}"]
     LABELS[f"cq@{_name}"] = f"CurlQueue, handlers [{_name}]"
     LABELS[f"cq-async@{_name}"] = f"CurlQueue, async [{_name}]"
+    LABELS[f"cq-batch@{_name}"] = f"CurlQueue, async batch [{_name}]"
 NOTES = {}
 
 
@@ -236,8 +238,10 @@ def client_command(client, w, server, work, out_dir):
         return [os.path.abspath(VARIANTS[client[3:]]), "--mode", "handler"] + common, None
     if client.startswith("cq-async@"):
         return [os.path.abspath(VARIANTS[client[9:]]), "--mode", "async"] + common, None
-    if client in ("cq-handler", "cq-async"):
-        mode = "handler" if client == "cq-handler" else "async"
+    if client.startswith("cq-batch@"):
+        return [os.path.abspath(VARIANTS[client[9:]]), "--mode", "batch"] + common, None
+    if client in ("cq-handler", "cq-async", "cq-batch"):
+        mode = client[3:]  # handler, async or batch
         if w.name == "big-stream":
             NOTES["cq-stream"] = ("CurlQueue's big-stream cells discard each body as it arrives "
                                   "(`Request.discardsBody`), like the C baseline's counting write callback.")
@@ -435,7 +439,7 @@ def evaluate_targets(results):
         if not w or "c-multi" not in w["cells"]:
             continue
         base = w["cells"]["c-multi"]
-        for client in ("cq-handler", "cq-async"):
+        for client in ("cq-handler", "cq-async", "cq-batch"):
             c = w["cells"].get(client)
             if not c:
                 continue
@@ -453,7 +457,7 @@ def evaluate_targets(results):
         if not w or "curl-cli" not in w["cells"]:
             continue
         ref = w["cells"]["curl-cli"]
-        for client in ("cq-handler", "cq-async"):
+        for client in ("cq-handler", "cq-async", "cq-batch"):
             c = w["cells"].get(client)
             if not c:
                 continue
@@ -478,7 +482,7 @@ def evaluate_targets(results):
                          f"{verdict(c.get('out_of_order', 1) == 0 and c['errors'] == 0)}")
     small, large = by.get("slow-100"), by.get("slow-1000")
     if small and large:
-        for client in ("cq-handler", "cq-async"):
+        for client in ("cq-handler", "cq-async", "cq-batch"):
             a, b = small["cells"].get(client), large["cells"].get(client)
             if not a or not b:
                 continue

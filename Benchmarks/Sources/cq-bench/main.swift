@@ -2,6 +2,7 @@
 //   handler         RequestQueue(maxConcurrentRequestCount: C), every request added up front with
 //                   a completion handler
 //   async           the same queue, `try await queue.response(for:)` from a task group
+//   batch           the same queue, one task iterating `queue.responses(for: requests)`
 //   sched-cancel    no network: add N operations to a suspended queue, cancel them all
 //   sched-fifo      no network: N operations of one priority run through a queue of 1 slot
 //   sched-priority  the same with random priorities; checks they complete in priority order
@@ -81,6 +82,17 @@ case "async":
             bytes += b
         }
         return (errors, bytes)
+    }
+    measurement.finish(requests: workload.requests, errors: Int(errors), bytes: bytes)
+
+case "batch":
+    let queue = RequestQueue(maxConcurrentRequestCount: workload.concurrency)
+    var errors: Int64 = 0
+    var bytes: Int64 = 0
+    for await outcome in queue.responses(for: (0..<workload.requests).lazy.map(makeRequest)) {
+        let (e, b) = check(outcome.result)
+        errors += e
+        bytes += b
     }
     measurement.finish(requests: workload.requests, errors: Int(errors), bytes: bytes)
 

@@ -111,9 +111,4 @@ public struct ResponseBody: AsyncSequence, Sendable {
     }
 }
 
-/// Cancels an operation when the last reference to it goes; a no-op for a finished one.
-private final class CancelOnDrop: Sendable {
-    let operation: RequestOperation
-    init(_ operation: RequestOperation) { self.operation = operation }
-    deinit { operation.cancel() }
-}
+extension RequestOperation: Cancellable {}

@@ -1,6 +1,9 @@
 extension RequestQueue {
     /// Adds an operation for `request` and waits for its outcome. Cancelling the awaiting
     /// task cancels the operation.
+    ///
+    /// To await many requests, `responses(for:)` costs less than a task per request calling
+    /// this: one task takes every outcome of the batch as it comes.
     /// - Throws: ``RequestError``, ``RequestError/cancelled`` included.
     public func response(for request: Request) async throws(RequestError) -> Response {
         let operation = RequestOperation(request: request)
