@@ -613,6 +613,28 @@ import Testing
         }
     }
 
+    /// A queue made for a batch and dropped at once, as a function that adds its downloads and
+    /// returns does: its pending operations still start, and every one completes. (They were
+    /// dropped with the queue, never started, and their awaiting tasks waited forever.) Once
+    /// empty, the queue goes away.
+    @Test func aQueueNobodyKeepsRunsItsOperationsToTheEndAndThenGoesAway() async throws {
+        try await withTestServer(limit: .seconds(15)) { server in
+            weak var released: RequestQueue?
+            let operations = {
+                let queue = RequestQueue(maxConcurrentRequestCount: 1)
+                released = queue
+                return (0..<3).map { queue.add(Request(url: server.url("/gate/orphans?i=\($0)"))) }
+            }()
+            try await server.waitForRequests(pathPrefix: "/gate/orphans", count: 1)
+            server.openGate("orphans")
+            for operation in operations {
+                #expect(try await operation.response().status == .ok)
+            }
+            #expect(arrivals(server, path: "/gate/orphans").count == 3)
+            #expect(released == nil, "the queue outlived its last operation")
+        }
+    }
+
     @Test func eventsFollowAnOperationFromAddedToFinished() async throws {
         // A fresh connection: libcurl silently resends once on a reused one that the server closed.
         try await withTestServer(warm: false) { server in

@@ -14,6 +14,9 @@ import Foundation
 /// - A pending operation that is cancelled leaves the queue at once; its completion handler
 ///   gets ``RequestError/cancelled`` exactly once.
 /// - When an operation's completion handler runs, the queue no longer counts it.
+/// - A queue that holds operations keeps itself alive until they have finished, as an
+///   `OperationQueue` does: a queue nobody keeps still runs what was added to it. A suspended
+///   queue nobody keeps never resumes, and so is never freed: cancel its operations first.
 public final class RequestQueue: Sendable {
     /// Where new operations join the queue.
     public enum Mode: Sendable, Hashable {
@@ -70,6 +73,10 @@ public final class RequestQueue: Sendable {
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var subscribers: [Int: AsyncStream<Event>.Continuation] = [:]
         var nextSubscriberID = 0
+        /// The queue itself, while it holds operations: a queue that its owner let go of still
+        /// starts and finishes them, as an `OperationQueue` does (its operations only know it
+        /// weakly). Set when the first operation joins, cleared when the last one leaves.
+        var keepAlive: RequestQueue?
 
         /// `operations`, pending ones first: cancelling a running one frees its slot at once,
         /// and that slot must not start one of the others on its way out.
@@ -214,6 +221,7 @@ public final class RequestQueue: Sendable {
                 for subscriber in subscribers { subscriber.yield(.added(operation)) }
             }
             state.scheduler.add(id, payload: Member(operation: operation, requestHash: requestHash), priority: priority)
+            if state.keepAlive == nil { state.keepAlive = self }
             return (duplicates, state.nextToStart())
         }
         operation.onFinish(finishHook)
@@ -268,13 +276,17 @@ public final class RequestQueue: Sendable {
     /// the engine thread, so the next operation starts there without a hop).
     private func operationFinished(_ operation: RequestOperation) {
         let id = OperationKey(operation)
-        let (toStart, waiters) = state.withLock { state -> (ToStart, [CheckedContinuation<Void, Never>]) in
-            guard let member = state.scheduler.take(id)?.payload else { return (ToStart(), []) }
+        let (toStart, waiters, _) = state.withLock { state -> (ToStart, [CheckedContinuation<Void, Never>], RequestQueue?) in
+            guard let member = state.scheduler.take(id)?.payload else { return (ToStart(), [], nil) }
             state.sameRequest.remove(operation, hash: member.requestHash)
             let toStart = state.nextToStart()
             var waiters: [CheckedContinuation<Void, Never>] = []
-            if state.scheduler.count == 0 { swap(&waiters, &state.idleWaiters) }
-            return (toStart, waiters)
+            var keptAlive: RequestQueue?
+            if state.scheduler.count == 0 {
+                swap(&waiters, &state.idleWaiters)
+                swap(&keptAlive, &state.keepAlive)  // let go of after the lock
+            }
+            return (toStart, waiters, keptAlive)
         }
         start(toStart)
         for waiter in waiters { waiter.resume() }
