@@ -111,6 +111,56 @@ import Testing
         }
     }
 
+    /// A handler that refers to its own operation (to cancel it once it has read enough, say)
+    /// is let go of when the operation finishes, as the completion handler is: the two no
+    /// longer keep each other alive for good.
+    @Test(arguments: ["body", "head"])
+    func streamingHandlersAreLetGoOfOnceTheOperationFinished(_ handler: String) async throws {
+        try await withServer { server in
+            weak var released: RequestOperation?
+            do {
+                let operation = RequestOperation(request: Request(url: server.url("/bytes/1000")))
+                released = operation
+                operation.responseBodyHandler = { _ in }
+                if handler == "body" {
+                    operation.responseBodyHandler = { _ in _ = operation }
+                } else {
+                    operation.responseHeadHandler = { _ in _ = operation }
+                }
+                _ = try await within { try await operation.response() }
+            }
+            await drain()
+            #expect(released == nil, "the operation and its \(handler) handler keep each other alive")
+        }
+    }
+
+    /// Records the name of the thread its `deinit` ran on.
+    final class RecordsItsRelease: Sendable {
+        let thread: Box<String?>
+        init(_ thread: Box<String?>) { self.thread = thread }
+        deinit { thread.update { $0 = Thread.current.name ?? "unnamed" } }
+    }
+
+    /// An object that only a streaming handler holds goes away on the callback queue, with the
+    /// completion handler, not on the engine thread, which runs no code of the caller's: the
+    /// handlers stayed in an operation nobody kept, freed on the engine thread with it. (An
+    /// empty body: no chunk's block on the callback queue holds the handler meanwhile.)
+    @Test func anObjectOnlyAStreamingHandlerHoldsIsNotFreedOnTheEngineThread() async throws {
+        try await withServer { server in
+            let thread = Box<String?>(nil)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let operation = RequestOperation(request: Request(url: server.url("/bytes/0")))
+                let owner = RecordsItsRelease(thread)  // its only reference: the handler's
+                operation.responseBodyHandler = { _ in _ = owner }
+                operation.completionHandler = { _ in continuation.resume() }
+                try! operation.start()
+            }
+            await drain()
+            #expect(thread.value != nil, "the handler was never let go of")
+            #expect(thread.value != "CurlQueueEngine")
+        }
+    }
+
     @Test func aLargeChunkedBodyArrivesWholeAndInOrder() async throws {
         try await withServer { server in
             let operation = RequestOperation(request: Request(url: server.url("/bytes/3000017?chunked=1&chunk=7001")))
@@ -403,6 +453,7 @@ import Testing
             let callbacks = DispatchQueue(label: "StreamingTests.slow")
             callbacks.suspend()  // no handler runs until the transfer has paused
             let received = CurlQueueTests.Box((count: 0, inOrder: true))
+            let paused = CurlQueueTests.Box<BodyStream?>(nil)  // the operation lets go of it at its end
             let operation = RequestOperation(request: Request(url: server.url("/bytes/\(total)?chunked=1")))
             operation.callbackQueue = callbacks
             operation.responseBodyHandler = { chunk in
@@ -417,6 +468,7 @@ import Testing
                     try! operation.start()
                     Task {
                         let stream = operation.state.withLock { $0.bodyStream }!
+                        paused.update { $0 = stream }
                         await stream.waitUntilPausedOrEnded()
                         #expect(stream.pauseCount == 1)
                         #expect(stream.outstandingBytes <= BodyStream.defaultLimit)
@@ -427,7 +479,7 @@ import Testing
             #expect(try result.get().status == .ok)
             #expect(received.value.count == total)
             #expect(received.value.inOrder)
-            let stream = operation.state.withLock { $0.bodyStream }!
+            let stream = try #require(paused.value)
             #expect(stream.highWaterBytes <= BodyStream.defaultLimit)
         }
     }

@@ -305,7 +305,9 @@ public final class RequestOperation: Sendable {
     }
 
     /// Runs once per operation: internal hooks first (a queue frees the slot), then the
-    /// awaiting tasks, then the user's handlers on the callback queue.
+    /// awaiting tasks, then the user's handlers on the callback queue. Every handler leaves the
+    /// operation here (a handler that captures its operation no longer keeps it alive), and is
+    /// let go of on the callback queue.
     private func deliver(_ outcome: Result<Response, RequestError>) {
         var streamed = outcome
         if let stream = state.withLock({ $0.bodyStream }) {
@@ -325,14 +327,23 @@ public final class RequestOperation: Sendable {
                 state.completionHandler = nil
                 state.downloadProgressHandler = nil
                 state.uploadProgressHandler = nil
+                state.responseHeadHandler = nil
+                state.responseBodyHandler = nil
+                state.bodyStream = nil
                 state.waiters = []
                 state.finishHook = nil
                 state.moreFinishHooks = []
             }
+            var streaming: StreamingHandlers?
+            if state.responseHeadHandler != nil || state.responseBodyHandler != nil || state.bodyStream != nil {
+                streaming = StreamingHandlers(
+                    head: state.responseHeadHandler, body: state.responseBodyHandler, stream: state.bodyStream)
+            }
             return Recipients(
                 handlers: CompletionHandlers(
                     completion: state.completionHandler, download: state.downloadProgressHandler,
-                    upload: state.uploadProgressHandler, lastDownload: state.lastDownload, lastUpload: state.lastUpload),
+                    upload: state.uploadProgressHandler, lastDownload: state.lastDownload, lastUpload: state.lastUpload,
+                    streaming: streaming),
                 waiters: state.waiters, finishHook: state.finishHook, moreFinishHooks: state.moreFinishHooks,
                 queue: state.callbackQueue, observer: state.observer)
         }
@@ -383,8 +394,12 @@ public final class RequestOperation: Sendable {
         let upload: (@Sendable (TransferProgress) -> Void)?
         let lastDownload: TransferProgress?
         let lastUpload: TransferProgress?
+        /// Not called: kept so that they are let go of here, on the callback queue. They often
+        /// hold the operation, or the last reference to an object of the caller's, whose
+        /// `deinit` must not run on the engine thread.
+        let streaming: StreamingHandlers?
 
-        var isEmpty: Bool { completion == nil && download == nil && upload == nil }
+        var isEmpty: Bool { completion == nil && download == nil && upload == nil && streaming == nil }
 
         /// On the callback queue: the final progress (a successful end's sizes), then the
         /// completion.
@@ -397,6 +412,13 @@ public final class RequestOperation: Sendable {
             }
             completion?(result)
         }
+    }
+
+    /// The streaming handlers of a finished operation and its stream (which holds them too).
+    private struct StreamingHandlers: Sendable {
+        let head: (@Sendable (ResponseHead) -> Void)?
+        let body: (@Sendable (Data) -> Void)?
+        let stream: BodyStream?
     }
 
     private static func finalProgress(
