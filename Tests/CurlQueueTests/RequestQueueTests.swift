@@ -674,6 +674,50 @@ import Testing
         }
     }
 
+    /// A stream sees the events of the operations added after it was made, and only theirs,
+    /// as `events()` says: an operation already in the queue (added while another stream
+    /// listened) showed up in it half-way, with a `.finished` whose `.added` it never had, and
+    /// a dashboard counting added minus finished went below zero.
+    @Test func aStreamSeesOnlyTheOperationsAddedAfterItWasMade() async throws {
+        try await withTestServer { server in
+            let queue = RequestQueue()
+            let early = queue.events()
+            let before = queue.add(Request(url: server.url("/gate/before")))
+            try await server.waitForRequests(pathPrefix: "/gate/before", count: 1)
+            let late = queue.events()
+            let after = queue.add(Request(url: server.url("/bytes/10?after")))
+            _ = try await after.response()
+            server.openGate("before")
+            _ = try await before.response()
+            // Its `.finished` was published before its outcome was handed over: anything of it
+            // in a stream comes before the marker's events.
+            let marker = queue.add(Request(url: server.url("/bytes/10?marker")))
+            _ = try await marker.response()
+
+            func events(_ stream: AsyncStream<RequestQueue.Event>) async -> [(RequestOperation, String)] {
+                var seen: [(RequestOperation, String)] = []
+                for await event in stream {
+                    switch event {
+                    case .added(let subject): seen.append((subject, "added"))
+                    case .started(let subject): seen.append((subject, "started"))
+                    case .progress: break
+                    case .retrying(let subject, _, _): seen.append((subject, "retrying"))
+                    case .finished(let subject, _):
+                        seen.append((subject, "finished"))
+                        if subject === marker { return seen }
+                    }
+                }
+                return seen
+            }
+            let lateEvents = await events(late)
+            #expect(!lateEvents.contains { $0.0 === before }, "\(lateEvents.filter { $0.0 === before }.map(\.1))")
+            #expect(lateEvents.filter { $0.0 === after }.map(\.1) == ["added", "started", "finished"])
+            let earlyEvents = await events(early)
+            #expect(earlyEvents.filter { $0.0 === before }.map(\.1) == ["added", "started", "finished"])
+            #expect(earlyEvents.filter { $0.0 === after }.map(\.1) == ["added", "started", "finished"])
+        }
+    }
+
     @Test func queuesShareOneEngineAndItsConnections() async throws {
         try await withTestServer(warm: false) { server in
             let one = RequestQueue(maxConcurrentRequestCount: 2)

@@ -31,21 +31,17 @@ extension RequestQueue {
         return stream
     }
 
-    func publish(_ event: Event) {
-        let subscribers = state.withLock { Array($0.subscribers.values) }
-        for subscriber in subscribers { subscriber.yield(event) }
-    }
-
-    func publish(_ event: RequestOperation.Observation, for operation: RequestOperation) {
-        switch event {
-        case .started:
-            publish(.started(operation))
-        case .progress(let download, let upload):
-            publish(.progress(operation, download: download, upload: upload))
-        case .retrying(let attempt, let delay):
-            publish(.retrying(operation, attempt: attempt, delay: delay))
-        case .finished(let result):
-            publish(.finished(operation, result))
+    /// Hands an operation's observation to the streams that were listening when it was added.
+    static func publish(
+        _ observation: RequestOperation.Observation, of operation: RequestOperation,
+        to subscribers: [AsyncStream<Event>.Continuation]
+    ) {
+        let event: Event = switch observation {
+        case .started: .started(operation)
+        case .progress(let download, let upload): .progress(operation, download: download, upload: upload)
+        case .retrying(let attempt, let delay): .retrying(operation, attempt: attempt, delay: delay)
+        case .finished(let result): .finished(operation, result)
         }
+        for subscriber in subscribers { subscriber.yield(event) }
     }
 }

@@ -216,8 +216,9 @@ public final class RequestQueue: Sendable {
                 // Before the operation can start, which another thread may do as soon as the
                 // queue's lock is released: subscribers see `.added`, then `.started`. (The
                 // operation's lock is only ever taken inside the queue's, never the other way
-                // round; a yield runs no user code.)
-                operation.setObserver { [weak self] event in self?.publish(event, for: operation) }
+                // round; a yield runs no user code.) Its events go to the streams made before
+                // it was added, and to no later one (`events()`).
+                operation.setObserver { event in Self.publish(event, of: operation, to: subscribers) }
                 for subscriber in subscribers { subscriber.yield(.added(operation)) }
             }
             state.scheduler.add(id, payload: Member(operation: operation, requestHash: requestHash), priority: priority)
