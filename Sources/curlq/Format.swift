@@ -32,6 +32,16 @@ enum Format {
         return String(format: "%d:%02d:%02d", whole / 3600, whole / 60 % 60, whole % 60)
     }
 
+    /// `url` as the display, the log lines and the summary show it: a password in it (sent as
+    /// Basic credentials) replaced by `REDACTED`, as standard error ends up in terminals and
+    /// CI logs. The JSON report keeps URLs as they were given.
+    static func url(_ url: URL) -> String {
+        guard url.password != nil, var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+              components.percentEncodedPassword != nil else { return url.absoluteString }
+        components.percentEncodedPassword = "REDACTED"
+        return components.string ?? url.absoluteString
+    }
+
     /// `text` with control characters (which could move the cursor or change colours on a
     /// terminal) replaced by `?`, so that server-provided text cannot disturb the display.
     static func safe(_ text: String) -> String {

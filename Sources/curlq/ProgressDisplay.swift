@@ -82,7 +82,7 @@ final class LineDisplay: ProgressDisplay {
     func started(_ index: Int, _ model: BatchModel) {
         let job = model.jobs[index]
         let resume = job.resumeOffset > 0 ? " (resuming after \(Format.bytes(job.resumeOffset)))" : ""
-        line("start", job.name, job.url.absoluteString + resume)
+        line("start", job.name, Format.url(job.url) + resume)
     }
 
     func retrying(_ index: Int, attempt: Int, delay: Double, _ model: BatchModel) {

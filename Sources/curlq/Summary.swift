@@ -42,7 +42,7 @@ enum Summary {
 
     static func failureLine(_ result: FileResult) -> String {
         let name = (result.path as NSString).lastPathComponent
-        return Format.safe("\(name): \(result.error ?? "failed") (\(result.url.absoluteString))")
+        return Format.safe("\(name): \(result.error ?? "failed") (\(Format.url(result.url)))")
     }
 
     private static func capitalized(_ text: String) -> String {
