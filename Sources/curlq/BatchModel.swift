@@ -191,8 +191,16 @@ struct BatchModel {
         meter.add(time: now, bytes: received)
     }
 
-    /// Counts the bytes of a complete file that progress reports had not shown yet.
-    mutating func settle(_ index: Int, bytesOnDisk: Int64) {
+    /// Counts the bytes of a complete file that progress reports had not shown yet. A file
+    /// that came `whole` (not a 206: the server ignored or refused the Range of a resume) was
+    /// fetched entirely in this run, however far into it the first progress report came.
+    mutating func settle(_ index: Int, bytesOnDisk: Int64, whole: Bool) {
+        if whole, live[index].fetched < bytesOnDisk {
+            received += bytesOnDisk - live[index].fetched
+            live[index].fetched = bytesOnDisk
+            live[index].counted = bytesOnDisk
+            return
+        }
         guard bytesOnDisk > live[index].counted else { return }
         received += bytesOnDisk - live[index].counted
         live[index].fetched += bytesOnDisk - live[index].counted

@@ -324,7 +324,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         let now = monotonicSeconds()
         let seconds = model.live[index].startedAt.map { now - $0 } ?? 0
         let transferSeconds = model.live[index].startedAt.map { (model.live[index].transferEndedAt ?? now) - $0 } ?? 0
-        if outcome == .downloaded { model.settle(index, bytesOnDisk: onDisk) }
+        if outcome == .downloaded { model.settle(index, bytesOnDisk: onDisk, whole: status != 206) }
         let result = FileResult(
             url: job.url, path: paths.final(job), outcome: outcome, status: status, bytes: onDisk,
             sha256: sha256, attempts: attempts, seconds: seconds,

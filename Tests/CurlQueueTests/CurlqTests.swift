@@ -541,6 +541,25 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         }
     }
 
+    /// A server that ignores the Range sends the whole file again: curlq must not report a
+    /// resume that did not happen, nor count only the bytes past the old `.part`.
+    @Test func aResumeTheServerIgnoredIsNotReportedAsOne() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let body = FixtureServer.expectedBytes(count: 200_000)
+                try Data(body[0..<150_000]).write(to: folder.appendingPathComponent("200000.part"))
+                let run = try await curlq("get", "-c", "--progress", "lines", "-o", folder.path,
+                                          server.url("/bytes/200000?norange=1").absoluteString)
+                #expect(run.status == 0, "\(run)")
+                #expect(server.requests.last?.header("Range") == "bytes=150000-")
+                #expect(contents(folder.appendingPathComponent("200000")) == body)
+                #expect(run.stderr.contains("resuming after 146 KiB"), "\(run.stderr)")
+                #expect(!run.stderr.contains("(resumed:"), "\(run.stderr)")
+                #expect(run.stderr.contains("\n195 KiB received"), "\(run.stderr)")
+            }
+        }
+    }
+
     // MARK: Interruption
 
     @Test func anInterruptedBatchResumesWithContinueByteForByte() async throws {
