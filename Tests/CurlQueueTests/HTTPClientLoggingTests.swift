@@ -62,6 +62,30 @@ struct CapturingLogHandler: LogHandler {
         }
     }
 
+    /// The signatures and session tokens of presigned S3 and Google Cloud Storage URLs (where
+    /// APIs often redirect downloads) grant access until they expire: redacted like `signature`.
+    @Test func presignedURLSignaturesNeverAppearInTheLog() async throws {
+        try await withServer { (server) async throws in
+            let lines = Box<[String]>([])
+            let logger = Logger(label: "test") { _ in CapturingLogHandler(lines: lines) }
+            let client = makeClient(server, middleware: [LoggingMiddleware(logger: logger)])
+            let response = try await client.get("echo", query: [
+                URLQueryItem(name: "X-Amz-Algorithm", value: "AWS4-HMAC-SHA256"),
+                URLQueryItem(name: "X-Amz-Security-Token", value: "SESSION-SECRET"),
+                URLQueryItem(name: "X-Amz-Signature", value: "AMZ-SIGNATURE-SECRET"),
+                URLQueryItem(name: "X-Goog-Signature", value: "GOOG-SIGNATURE-SECRET"),
+            ])
+            #expect(response.status == .ok)
+            let log = lines.value.joined(separator: "\n")
+            for secret in ["SESSION-SECRET", "AMZ-SIGNATURE-SECRET", "GOOG-SIGNATURE-SECRET"] {
+                #expect(!log.contains(secret), "\(secret) leaked into the log:\n\(log)")
+            }
+            #expect(log.contains("X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Security-Token=REDACTED&X-Amz-Signature=REDACTED&X-Goog-Signature=REDACTED"), "\(log)")
+        }
+        let presigned = URL(string: "https://bucket.s3.amazonaws.com/f?X-Amz-Signature=SIG-SECRET&X-Amz-Security-Token=TOKEN-SECRET")!
+        #expect(!HTTPClientError.notCached(presigned).description.contains("SECRET"))
+    }
+
     @Test func aFailedCallIsLoggedAtTheFailureLevel() async throws {
         let lines = Box<[String]>([])
         let logger = Logger(label: "test") { _ in CapturingLogHandler(lines: lines) }

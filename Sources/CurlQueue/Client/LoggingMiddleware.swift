@@ -19,6 +19,8 @@ public struct LoggingMiddleware: HTTPClientMiddleware {
     public static let defaultRedactedQueryNames: Set<String> = [
         "token", "access_token", "refresh_token", "id_token", "api_key", "apikey", "key", "secret",
         "client_secret", "password", "passwd", "signature", "sig", "auth", "code", "session",
+        // Presigned S3 and Google Cloud Storage URLs: each grants access until it expires.
+        "x-amz-signature", "x-amz-security-token", "x-goog-signature",
     ]
 
     let logger: Logger
