@@ -241,41 +241,48 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         DispatchQueue.global().async { for resume in resumes { resume() } }
     }
 
+    /// Hands the turn's handlers to their queues. Each block takes its handlers out of a
+    /// ``Handoff``, and the engine keeps no other reference to them: they are let go of on
+    /// the queue that ran them, never here.
     private func dispatchDeferredCallbacks() {
         guard !deferredCallbacks.isEmpty else { return }
-        if deferredCallbacks.count == 1 {
+        let count = deferredCallbacks.count
+        let queue = deferredCallbacks[0].queue
+        if count == 1 {
             // One block, batched or not: no list, no wrapper; the list keeps its buffer.
-            let callback = deferredCallbacks.removeLast()
-            callback.queue.async(execute: callback.work)
+            let work = Handoff(deferredCallbacks.removeLast().work)
+            queue.async { work.take()?() }
             return
         }
-        let callbacks = deferredCallbacks
-        // The blocks keep this buffer; the next turn's list gets one of the same size at
-        // once rather than growing into it.
-        deferredCallbacks = []
-        deferredCallbacks.reserveCapacity(min(callbacks.count, Self.maxSpareCapacity))
-        dispatch(callbacks)
-    }
-
-    private func dispatch(_ callbacks: [DeferredCallback]) {
         // The usual turn: every handler batched for one queue (the default one). The block
-        // takes the list as it is, with no copy of it filtered per queue.
-        let queue = callbacks[0].queue
-        if callbacks.allSatisfy({ $0.batched && $0.queue === queue }) {
-            queue.async { for callback in callbacks { callback.work() } }
+        // takes the list as it is, with no copy of it filtered per queue; the next turn's list
+        // gets one of the same size at once rather than growing into it.
+        if deferredCallbacks.allSatisfy({ $0.batched && $0.queue === queue }) {
+            let callbacks = Handoff(deferredCallbacks)
+            deferredCallbacks = []
+            deferredCallbacks.reserveCapacity(min(count, Self.maxSpareCapacity))
+            queue.async { for callback in callbacks.take() ?? [] { callback.work() } }
             return
         }
+        // Several queues: a block per queue for the batched handlers, in their order, and a
+        // block per handler for the others.
+        var blocks: [(queue: DispatchQueue, work: Handoff<[@Sendable () -> Void]>)] = []
         var batchedQueues: [DispatchQueue] = []
-        for callback in callbacks {
+        for callback in deferredCallbacks {
             guard callback.batched else {
-                callback.queue.async(execute: callback.work)
+                blocks.append((callback.queue, Handoff([callback.work])))
                 continue
             }
             if !batchedQueues.contains(where: { $0 === callback.queue }) { batchedQueues.append(callback.queue) }
         }
-        for queue in batchedQueues {
-            let work = callbacks.filter { $0.batched && $0.queue === queue }.map(\.work)
-            queue.async { for item in work { item() } }
+        for batchedQueue in batchedQueues {
+            let work = deferredCallbacks.filter { $0.batched && $0.queue === batchedQueue }.map(\.work)
+            blocks.append((batchedQueue, Handoff(work)))
+        }
+        deferredCallbacks.removeAll(keepingCapacity: count <= Self.maxSpareCapacity)
+        for block in blocks {
+            let work = block.work
+            block.queue.async { for item in work.take() ?? [] { item() } }
         }
     }
 

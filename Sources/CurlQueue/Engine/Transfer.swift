@@ -21,8 +21,10 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     let request: Request
     let attempt: Int
     let wantsProgress: Bool
-    /// Where the body goes when the operation streams it (see ``BodyStream``).
-    let bodyStream: BodyStream?
+    /// Where the body goes when the operation streams it (see ``BodyStream``). Engine thread
+    /// only; let go of when the attempt ends: a push stream holds the caller's handlers, which
+    /// must not be freed here, on the engine thread, after the callback queue let go of them.
+    @exclusivity(unchecked) private(set) var bodyStream: BodyStream?
     /// Statuses whose body is not streamed but kept in memory, as a retry may follow them:
     /// the head of a response that is retried must not reach the consumer.
     let statusesNotStreamed: Set<Int>
@@ -109,10 +111,12 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         file = nil
     }
 
-    /// Reports the end of the attempt and drops the delegate (it usually owns this transfer).
+    /// Reports the end of the attempt and drops the delegate (it usually owns this transfer)
+    /// and the body stream (the operation has it too).
     func finish(_ outcome: AttemptOutcome) {
         let delegate = self.delegate
         self.delegate = nil
+        bodyStream = nil
         delegate?.transfer(self, didFinishWith: outcome)
     }
 

@@ -24,9 +24,11 @@ extension RequestOperation: TransferDelegate {
     }
 
     func transfer(_ transfer: Transfer, didFinishWith outcome: AttemptOutcome) {
-        // A streamed body's consumer has had the head, maybe bytes: no attempt may follow.
-        let streamBegun = transfer.bodyStream?.hasBegun ?? false
         let action = state.withLock { state in
+            // A streamed body's consumer has had the head, maybe bytes: no attempt may follow.
+            // (The operation's stream, the transfer has let go of its own; its lock is never
+            // held while one of an operation is taken.)
+            let streamBegun = state.bodyStream?.hasBegun ?? false
             let decision = RetryDecision(
                 autoRetry: state.autoRetry && !streamBegun, errorCodes: state.autoRetryErrorCodes, policy: state.retryPolicy)
             return state.machine.attemptFinished(outcome) { attempt in
