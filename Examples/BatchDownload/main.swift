@@ -1,5 +1,5 @@
 // A batch download: many files through one RequestQueue, four at a time, each written to disk
-// under its final name only once complete.
+// under its final name only once complete, their outcomes taken by one task as they come.
 //
 //     swift run BatchDownload [URL ...]
 //
@@ -26,25 +26,28 @@ let folder = FileManager.default.temporaryDirectory.appendingPathComponent("curl
 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
 
 let queue = RequestQueue(maxConcurrentRequestCount: 4)
-for (index, url) in urls.enumerated() {
-    let name = "\(index)-" + (url.lastPathComponent.isEmpty ? "index.html" : url.lastPathComponent)
+let names = urls.enumerated().map { index, url in
+    "\(index)-" + (url.lastPathComponent.isEmpty ? "index.html" : url.lastPathComponent)
+}
+let operations = zip(urls, names).map { url, name in
     let operation = RequestOperation(request: Request(url: url, destination: folder.appendingPathComponent(name)))
     operation.autoRetry = true
-    operation.completionHandler = { result in
-        switch result {
-        case .success(let response) where response.fileURL != nil:
-            print("done    \(name): \(response.metrics.bytesReceived) bytes in \(response.metrics.total), \(response.attempts) attempt(s)")
-        case .success(let response):
-            print("failed  \(name): HTTP \(response.status.code)")
-        case .failure(let error):
-            print("failed  \(name): \(error)")
-        }
-    }
-    try queue.add(operation)
+    return operation
 }
 
-await queue.waitUntilAllOperationsAreFinished()
-await withCheckedContinuation { continuation in RequestOperation.defaultCallbackQueue.async { continuation.resume() } }
+// One task takes every outcome, in the order the downloads finish.
+for await outcome in queue.responses(for: operations) {
+    let name = names[outcome.index]
+    switch outcome.result {
+    case .success(let response) where response.fileURL != nil:
+        print("done    \(name): \(response.metrics.bytesReceived) bytes in \(response.metrics.total), \(response.attempts) attempt(s)")
+    case .success(let response):
+        print("failed  \(name): HTTP \(response.status.code)")
+    case .failure(let error):
+        print("failed  \(name): \(error)")
+    }
+}
+
 let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
 print("\(files.count) of \(urls.count) files in \(folder.path)")
 try await server?.shutdown()
