@@ -10,11 +10,18 @@ import Musl
 
 /// Runs one batch through a `RequestQueue`: one `RequestOperation` per file, handed to the
 /// queue when ``Admission`` says it may start (so the queue never holds more than `-j`), the
-/// live display fed from the queue's events, sha256 checks after download, and the results.
+/// live display told of each start there and fed progress and retries from the queue's events,
+/// sha256 checks after download, and the results.
 ///
 /// Everything mutable lives on one serial dispatch queue, `queue`: the operations' completion
 /// handlers run there, queue events and timers are sent there, so no lock is needed and none
 /// is ever held while calling out. Hashing runs on a queue of its own and reports back.
+///
+/// A file's start is noted (its start line printed) by the block that hands it to the queue,
+/// not on the queue's `.started` event: events reach `queue` through another task, so a fast
+/// transfer's completion handler, or the end of the batch, could come before it, and the start
+/// line was lost. Start lines, done lines and the summary thus come in that order, each file's
+/// once: all are written on `queue`, and the summary only after the batch ended there.
 final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched only on `queue`
     let queue = DispatchQueue(label: "curlq.batch")
     private let hashQueue = DispatchQueue(label: "curlq.sha256")
@@ -35,7 +42,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     private var remaining: Int
     private var operations: [RequestOperation?]
     /// The order in which files were handed to the queue. curlq hands over only files that may
-    /// start at once, so this is the start order, known before any event of the queue arrives.
+    /// start at once, so this is the start order.
     private var admissionOrder: [Int: Int] = [:]
     private var indexOf: [ObjectIdentifier: Int] = [:]
     private var timer: (any DispatchSourceTimer)?
@@ -161,6 +168,24 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         admissionOrder[index] = admissionOrder.count + 1
         indexOf[ObjectIdentifier(operation)] = index
         try? requestQueue.add(operation)  // cannot fail: the operation is new
+        // `add` has started it: `Admission` applies the queue's own limits, and the queue frees
+        // a slot before the completion handler that lets curlq admit the next file. That
+        // handler runs on this serial queue, so not before this block ends.
+        noteStarted(index)
+    }
+
+    /// A file handed to the queue: its start line, and the deadline of `--timeout`.
+    private func noteStarted(_ index: Int) {
+        model.markStarted(index, at: monotonicSeconds())
+        display.started(index, model)
+        if let timeout = options.timeout {
+            // `--timeout` bounds the whole transfer of the file, retries and backoffs included.
+            queue.asyncAfter(deadline: .now() + timeout) { [weak self] in
+                guard let self, self.results[index] == nil, let operation = self.operations[index] else { return }
+                self.model.live[index].timedOut = true
+                operation.cancel()
+            }
+        }
     }
 
     private func skip(_ job: Job) {
@@ -191,37 +216,21 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         guard !isOver else { return }
         let now = monotonicSeconds()
         switch event {
-        case .added, .finished:
-            return  // the completion handler is the one source of truth for outcomes
-        case .started(let operation):
-            guard let index = indexOf[ObjectIdentifier(operation)] else { return }
-            noteStarted(index, now)
+        case .added, .started, .finished:
+            // The completion handler is the one source of truth for outcomes, and `add` notes
+            // the start: either may come before the event, which arrives through another task.
+            return
         case .progress(let operation, let download, _):
+            // No longer known (nil) once the file's completion handler ran: too late to show.
             guard let index = indexOf[ObjectIdentifier(operation)] else { return }
-            noteStarted(index, now)
             model.progress(index, bytes: download.bytesTransferred, total: download.totalBytes, at: now)
             onProgress?(index, download.bytesTransferred, self)
         case .retrying(let operation, let attempt, let delay):
             guard let index = indexOf[ObjectIdentifier(operation)] else { return }
-            noteStarted(index, now)
             let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
             model.live[index].attempts = max(model.live[index].attempts, attempt)
             model.live[index].phase = .waitingToRetry(attempt: attempt, at: now + seconds)
             display.retrying(index, attempt: attempt, delay: seconds, model)
-        }
-    }
-
-    private func noteStarted(_ index: Int, _ now: Double) {
-        guard model.live[index].startedAt == nil else { return }
-        model.markStarted(index, at: now)
-        display.started(index, model)
-        if let timeout = options.timeout {
-            // `--timeout` bounds the whole transfer of the file, retries and backoffs included.
-            queue.asyncAfter(deadline: .now() + timeout) { [weak self] in
-                guard let self, self.results[index] == nil, let operation = self.operations[index] else { return }
-                self.model.live[index].timedOut = true
-                operation.cancel()
-            }
         }
     }
 
@@ -237,7 +246,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         defer { admit() }
         let job = model.jobs[index]
         let live = model.live[index]
-        let attempts = live.startedAt == nil ? 0 : max(1, live.attempts)
+        let attempts = max(1, live.attempts)  // it started when it was handed to the queue
         switch result {
         case .success(let response):
             let status = response.status.code

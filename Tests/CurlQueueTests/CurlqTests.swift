@@ -541,6 +541,51 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         }
     }
 
+    /// However fast a file ends, its start line (with the resume) comes first, exactly once,
+    /// and the summary after every start and done line. The start used to be shown on the
+    /// queue's `.started` event, which reaches curlq through another task: a transfer that
+    /// ended first (or the end of the batch) left the file without a start line.
+    @Test func everyFileStartsBeforeItEndsHoweverFast() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                // Empty files, and files resumed one byte before their end: transfers that end at once.
+                let whole = FixtureServer.expectedBytes(count: 1000)
+                var input = ""
+                var names: [String] = []
+                for n in 0..<60 {
+                    input += "\(server.url("/bytes/0?n=\(n)").absoluteString)\n  out=empty-\(n)\n"
+                    input += "\(server.url("/bytes/1000?n=\(n)").absoluteString)\n  out=nearly-\(n)\n"
+                    try Data(whole[0..<999]).write(to: folder.appendingPathComponent("nearly-\(n).part"))
+                    names += ["empty-\(n)", "nearly-\(n)"]
+                }
+                let run = try await curlq("get", "-c", "-j", "8", "--progress", "lines", "-o", folder.path, "-i", "-",
+                                          input: input)
+                #expect(run.status == 0, "\(run)")
+                let lines = run.stderr.split(separator: "\n").map(String.init)
+                let summary = try #require(lines.firstIndex { $0.hasPrefix("Done in") }, "\(run.stderr)")
+                var starts: [String: [Int]] = [:], ends: [String: [Int]] = [:]
+                for (number, line) in lines.enumerated() {
+                    let words = line.split(separator: " ")
+                    guard words.count > 1 else { continue }
+                    if words[0] == "start" { starts[String(words[1]), default: []].append(number) }
+                    if words[0] == "done" { ends[String(words[1]), default: []].append(number) }
+                    if words[0] == "start", words[1].hasPrefix("nearly-") {
+                        #expect(line.hasSuffix("(resuming after 999 B)"), "\(line)")
+                    }
+                }
+                for name in names {
+                    let start = starts[name] ?? [], end = ends[name] ?? []
+                    #expect(start.count == 1 && end.count == 1, "\(name): \(start.count) start and \(end.count) done lines\n\(run.stderr)")
+                    if let start = start.first, let end = end.first {
+                        #expect(start < end && end < summary, "\(name): start on line \(start), done on \(end), summary on \(summary)")
+                    }
+                }
+                #expect(contents(folder.appendingPathComponent("nearly-7")) == whole)
+                #expect(contents(folder.appendingPathComponent("empty-7")) == [UInt8]())
+            }
+        }
+    }
+
     /// A server that ignores the Range sends the whole file again: curlq must not report a
     /// resume that did not happen, nor count only the bytes past the old `.part`.
     @Test func aResumeTheServerIgnoredIsNotReportedAsOne() async throws {
