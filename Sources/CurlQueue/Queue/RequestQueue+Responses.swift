@@ -25,7 +25,9 @@ extension RequestQueue {
             public let result: Result<Response, RequestError>
         }
 
+        /// One operation's outcome.
         public typealias Element = Outcome
+        /// Never: a failed operation is an outcome like any other.
         public typealias Failure = Never
 
         let batch: RequestBatch
@@ -49,7 +51,9 @@ extension RequestQueue {
 
         /// Iterates the outcomes of a ``RequestQueue/Responses``.
         public struct AsyncIterator: AsyncIteratorProtocol {
+            /// One operation's outcome.
             public typealias Element = Outcome
+            /// Never: a failed operation is an outcome like any other.
             public typealias Failure = Never
 
             let batch: RequestBatch
