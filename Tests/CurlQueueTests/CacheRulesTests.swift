@@ -74,6 +74,19 @@ import Testing
         #expect(!CacheRules.isFresh(stored, requestFields: [:], now: t0.addingTimeInterval(301)))
     }
 
+    @Test func aTTLCountsFromTheResponsesArrivalNotFromItsAgeOrTheServersClock() {
+        // An Age past the TTL, or a server clock an hour behind, do not make it stale at once.
+        let aged = entry([("Age", "600")], ttl: .seconds(60))
+        #expect(CacheRules.isFresh(aged, requestFields: [:], now: t0.addingTimeInterval(59)))
+        #expect(!CacheRules.isFresh(aged, requestFields: [:], now: t0.addingTimeInterval(61)))
+        let skewed = entry([("Date", httpDate(t0.addingTimeInterval(-3600)))], ttl: .seconds(60))
+        #expect(CacheRules.isFresh(skewed, requestFields: [:], now: t0.addingTimeInterval(59)))
+        #expect(!CacheRules.isFresh(skewed, requestFields: [:], now: t0.addingTimeInterval(61)))
+        // A request's max-age still counts against the same age.
+        #expect(!CacheRules.isFresh(aged, requestFields: fields([("Cache-Control", "max-age=10")]), now: t0.addingTimeInterval(11)))
+        #expect(CacheRules.isFresh(aged, requestFields: fields([("Cache-Control", "max-age=10")]), now: t0.addingTimeInterval(9)))
+    }
+
     @Test func noCacheAndRequestDirectivesForceRevalidation() {
         #expect(!CacheRules.isFresh(entry([("Cache-Control", "max-age=60, no-cache")]), requestFields: [:], now: t0))
         let stored = entry([("Cache-Control", "max-age=60")])

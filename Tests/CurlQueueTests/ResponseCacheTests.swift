@@ -149,6 +149,21 @@ import Testing
         }
     }
 
+    @Test func aTimeToLiveCountsFromWhenTheResponseArrivedWhateverItsAgeOrDate() async throws {
+        try await withCache { setup in
+            // A CDN's copy, 10 minutes old when it arrives (Age: 600), cached for 3 minutes:
+            // before, its age was already past the TTL, and every call went to the network.
+            _ = try await setup.get("/cache/cdn?age=600", ttl: .seconds(180))
+            setup.clock.advance(170)
+            let cached = try await setup.get("/cache/cdn?age=600", ttl: .seconds(180))
+            #expect(text(cached) == "cdn #1" && cached.attempts == 0)
+            #expect(cached.headerFields[.age] == "770")  // the age it reports is still HTTP's
+            setup.clock.advance(20)
+            #expect(try await setup.text("/cache/cdn?age=600", ttl: .seconds(180)) == "cdn #2")
+            #expect(setup.server.hits("cache-cdn") == 2)
+        }
+    }
+
     @Test func varyKeepsAnswersForOtherRequestValuesApart() async throws {
         try await withCache { setup in
             let path = "/cache/vary?maxAge=60&vary=Accept-Language"

@@ -92,7 +92,9 @@ enum CacheRules {
         if request.noCache { return false }
         if entry.timeToLive == nil, CacheControl(entry.headerFields).noCache { return false }
         guard let lifetime = freshnessLifetime(entry) else { return false }
-        let age = currentAge(entry, now: now)
+        // A TTL is the caller's, not the server's: it counts from when the response arrived,
+        // whatever its `Age` or the server's clock say (a CDN's copy can be older than the TTL).
+        let age = entry.timeToLive == nil ? currentAge(entry, now: now) : max(0, now.timeIntervalSince(entry.receivedAt))
         if let maxAge = request.maxAge, age > TimeInterval(maxAge) { return false }
         if let minFresh = request.minFresh, lifetime - age < TimeInterval(minFresh) { return false }
         return age < lifetime

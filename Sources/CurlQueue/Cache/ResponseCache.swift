@@ -27,7 +27,8 @@ public final class ResponseCache: Sendable {
     ///
     /// - Parameters:
     ///   - timeToLive: Replaces the response's own freshness when storing it (YTKNetwork's
-    ///     per-request cache time). `Cache-Control: no-store` still keeps a response out.
+    ///     per-request cache time), counted from the response's arrival whatever its `Age`
+    ///     or `Date`. `Cache-Control: no-store` still keeps a response out.
     /// - Throws: ``ResponseCacheMiss`` for ``CachePolicy/returnCacheDontLoad`` with nothing
     ///   stored; `send`'s errors otherwise.
     public func response(

@@ -41,8 +41,9 @@ public protocol APIRequest: Sendable {
     /// The shape the JSON body must have before it is decoded. Defaults to none.
     var validator: JSONValidator? { get }
     /// How long a response may be served from the client's response cache, replacing the
-    /// freshness the response's own fields give (YTKNetwork's `cacheTimeInSeconds`).
-    /// `Cache-Control: no-store` still keeps it out. Defaults to none.
+    /// freshness the response's own fields give (YTKNetwork's `cacheTimeInSeconds`), counted
+    /// from when the response arrived. `Cache-Control: no-store` still keeps it out. Defaults
+    /// to none.
     var cacheTTL: Duration? { get }
     /// How the call uses the client's response cache; `nil` (the default) uses the client's
     /// ``HTTPClient/Configuration/cachePolicy``, then ``HTTPClient/Defaults/cachePolicy``.
