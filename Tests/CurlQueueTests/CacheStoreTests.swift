@@ -164,6 +164,22 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
     }
 
+    @Test func aDiskEntryThatFitsTheLimitButNot90PercentOfItIsKept() throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try DiskCacheStore(folder: folder, byteLimit: 20_000)
+        store.store(response(String(repeating: "s", count: 1_000)), forKey: "small")
+        // 18,500 of 20,000 bytes: it fits the limit, not the 90% eviction aims at. Before, it
+        // was written, then evicted with everything else: the store emptied and kept nothing.
+        let big = response(String(repeating: "b", count: 18_500))
+        store.store(big, forKey: "big")
+        #expect(store.cachedResponse(forKey: "big") == big)
+        #expect(store.cachedResponse(forKey: "small") == nil)
+        #expect(store.count == 1)
+        #expect(store.byteCount <= 20_000)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).count == 1)
+    }
+
     @Test func hostileKeysStayInsideTheFolder() throws {
         let parent = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: parent) }

@@ -24,7 +24,8 @@ public final class DiskCacheStore: ResponseCacheStore {
     /// The folder the entries live in.
     public let folder: URL
     /// The most bytes the entries' files hold together; passing it removes the least recently
-    /// used entries until the files fit in 90% of it.
+    /// used entries until the files fit in 90% of it. The entry being stored is never one of
+    /// them: one that fits the limit on its own is kept, if need be alone.
     public let byteLimit: Int64
 
     private let index: Locked<Index>
@@ -114,7 +115,7 @@ public final class DiskCacheStore: ResponseCacheStore {
             index.bytes += Int64(data.count) - (index.files[name]?.size ?? 0)
             index.files[name] = (Int64(data.count), index.clock)
         }
-        evictIfNeeded()
+        evictIfNeeded(keeping: name)
     }
 
     public func removeCachedResponse(forKey key: String) {
@@ -138,13 +139,14 @@ public final class DiskCacheStore: ResponseCacheStore {
         }
     }
 
-    /// Removes least recently used entries until the files fit in 90% of the limit.
-    private func evictIfNeeded() {
+    /// Removes least recently used entries until the files fit in 90% of the limit, or only
+    /// `kept` (the entry just stored, which fits the limit on its own) is left.
+    private func evictIfNeeded(keeping kept: String? = nil) {
         let victims: [String] = index.withLock { index in
             guard index.bytes > byteLimit else { return [] }
             let target = byteLimit / 10 * 9
             var victims: [String] = []
-            for (name, entry) in index.files.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
+            for (name, entry) in index.files.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where name != kept {
                 guard index.bytes > target else { break }
                 index.files[name] = nil
                 index.bytes -= entry.size
