@@ -124,6 +124,35 @@ import Testing
         }
     }
 
+    @Test func a401ThatArrivesAfterAGiveUpEndsWithItAndMakesNoSecondTokenRequest() async throws {
+        try await withServer { server in
+            // A stale stored token and refused credentials: the one token request gives up.
+            let auth = authenticator(server, realm: "late", credentials: { .init(username: "client", password: "wrong") },
+                                     store: FixedTokenStore(token: "stale"))
+            let queue = RequestQueue(maxConcurrentRequestCount: 8)
+            // `late` goes out with the stale token before `early` gets its 401, and its own 401
+            // comes back only after `early` ended, so after the give-up.
+            let (lateSending, lateSendingContinuation) = AsyncStream<Void>.makeStream()
+            let (earlyDone, earlyDoneContinuation) = AsyncStream<Void>.makeStream()
+            async let late = auth.authorize(Request(url: server.url("/auth/protected/late?n=late"))) { request in
+                #expect(request.headerFields[.authorization] == "Bearer stale")
+                lateSendingContinuation.yield()
+                for await _ in earlyDone { break }
+                return try await queue.response(for: request)
+            }
+            for await _ in lateSending { break }
+            let early = try await auth.authorize(Request(url: server.url("/auth/protected/late?n=early"))) {
+                try await queue.response(for: $0)
+            }
+            #expect(early.status == .unauthorized)
+            earlyDoneContinuation.yield()
+            #expect(try await late.status == .unauthorized)
+            // Before, the late 401 asked for a token again with the credentials just refused.
+            #expect(server.hits("token-late") == 1)
+            #expect(server.hits("protected-late") == 2)
+        }
+    }
+
     @Test func failedTokenRequestsAreRetriedByTheDefaultDecision() async throws {
         try await withServer { server in
             let auth = authenticator(server, realm: "retry", tokenQuery: "?failures=2")
@@ -204,4 +233,12 @@ import Testing
             #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["token"])
         }
     }
+}
+
+/// A token store that starts with `token` and forgets what it is told.
+private struct FixedTokenStore: TokenStore {
+    var token: String?
+    func loadToken() -> String? { token }
+    func saveToken(_ token: String) {}
+    func removeToken() {}
 }

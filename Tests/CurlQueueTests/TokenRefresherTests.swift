@@ -61,6 +61,21 @@ import Testing
         #expect(machine.state == .idle(token: nil))
     }
 
+    @Test func a401ForATokenAFlowGaveUpOnEndsWithItAndStartsNoTokenRequest() {
+        var machine = Machine(token: "old")
+        #expect(machine.willSend(1) == .send(token: "old"))
+        #expect(machine.willSend(2) == .send(token: "old"))
+        #expect(machine.unauthorized(1, sentToken: "old") == .holdAndRequestToken)
+        #expect(machine.tokenFailedGivingUp().map(\.1) == [.giveUp])
+        // Request 2's 401 comes after the give-up: it ends as request 1 did. Before, it started
+        // a token request of its own, with the credentials just refused.
+        #expect(machine.unauthorized(2, sentToken: "old") == .giveUp)
+        #expect(machine.state == .idle(token: nil))
+        #expect(machine.held.isEmpty)
+        // A request sent with no token since then starts the flow again.
+        #expect(machine.unauthorized(3, sentToken: nil) == .holdAndRequestToken)
+    }
+
     @Test func aCancelledHeldRequestIsNotReleased() {
         var machine = Machine(token: "t")
         #expect(machine.unauthorized(1, sentToken: "t") == .holdAndRequestToken)

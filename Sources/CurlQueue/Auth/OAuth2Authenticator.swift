@@ -12,7 +12,8 @@ public import HTTPTypes
 ///   new token. A held request whose task is cancelled ends at once and is not sent.
 /// - When it fails, ``TokenFailureDecision`` from `onTokenFailure` decides: try the token
 ///   request again, or give up. On give-up, each request held for its 401 ends with that 401,
-///   as it would have with no authenticator, and the others go out with no token.
+///   as it would have with no authenticator, and the others go out with no token. So does a
+///   request sent with the dropped token whose 401 comes after the give-up: no token request.
 /// - An expired token starts the flow again at the next 401. A request is sent at most
 ///   ``maxResendsPerRequest`` + 1 times, so a server that answers 401 to every token ends.
 /// - The token request itself goes straight to the queue, never through the authenticator

@@ -37,6 +37,9 @@ extension TokenRefresher {
             case hold
             /// Wait, and start the token request (attempt 1 of a new flow).
             case holdAndRequestToken
+            /// The token it sent was dropped since by a flow that gave up: end with the 401, as
+            /// the requests held for theirs did.
+            case giveUp
         }
 
         /// How a held request is released.
@@ -78,6 +81,11 @@ extension TokenRefresher {
                 return .hold
             case .idle(let token?) where token != sentToken:
                 return .resend(token: token)
+            case .idle(nil) where sentToken != nil:
+                // Only a give-up drops a token. This 401 belongs to the wave that flow answered:
+                // asking again with the credentials just refused would make a token request per
+                // late 401. Requests sent since, with no token, start the flow again.
+                return .giveUp
             case .idle:
                 state = .refreshing(attempt: 1)
                 held[id] = .unauthorized

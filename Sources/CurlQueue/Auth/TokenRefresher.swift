@@ -65,6 +65,7 @@ final class TokenRefresher: Sendable {
             case .resend(let token): return (.send(token: token), false)
             case .hold: return (nil, false)
             case .holdAndRequestToken: return (nil, true)
+            case .giveUp: return (.giveUp, false)
             }
         }
     }
