@@ -153,6 +153,39 @@ import Testing
         }
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func aTokenRequestThatHangsTimesOutAndTheHeldCallsEnd() async throws {
+        try await withServer { server in
+            // The token endpoint accepts the request and never answers. Before, the token
+            // request (connect limit only) waited for good, and with it every held call and
+            // every covered call made after it: the client was stuck until restarted.
+            let (attempts, attemptContinuation) = AsyncStream<Void>.makeStream()
+            let auth = OAuth2Authenticator(
+                covering: .host("127.0.0.1", pathPrefix: "/auth/protected/", allowsHTTP: true),
+                tokenRequest: { Request(url: server.url("/gate/hung-token"), method: .post) },
+                credentials: {
+                    attemptContinuation.yield()
+                    return .init(username: "client", password: "secret")
+                },
+                parseToken: { try JSONDecoder().decode(Token.self, from: $0.body).access_token },
+                onTokenFailure: { failure in
+                    if case .timedOut = failure.error as? RequestError {} else { Issue.record("not a time-out: \(failure.error)") }
+                    return .giveUp
+                },
+                queue: RequestQueue(),
+                tokenRequestTimeout: .milliseconds(300))
+            #expect(OAuth2Authenticator.defaultTokenRequestTimeout == .seconds(30))
+            let queue = RequestQueue()
+            async let held = auth.authorize(Request(url: server.url("/auth/protected/hung?n=1"))) { try await queue.response(for: $0) }
+            // Once the token request runs, a new call is held too.
+            for await _ in attempts { break }
+            let later = try await auth.authorize(Request(url: server.url("/auth/protected/hung?n=2"))) { try await queue.response(for: $0) }
+            #expect(try await held.status == .unauthorized)
+            #expect(later.status == .unauthorized)
+            #expect(server.requests.filter { $0.path == "/gate/hung-token" }.count >= 1)
+        }
+    }
+
     @Test func failedTokenRequestsAreRetriedByTheDefaultDecision() async throws {
         try await withServer { server in
             let auth = authenticator(server, realm: "retry", tokenQuery: "?failures=2")

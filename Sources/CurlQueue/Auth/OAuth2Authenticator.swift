@@ -107,6 +107,10 @@ public final class OAuth2Authenticator: Sendable {
     ///   - tokenStore: Keeps the token between runs.
     ///   - queue: Where token requests run.
     ///   - maxResendsPerRequest: See ``maxResendsPerRequest``.
+    ///   - tokenRequestTimeout: The token request's total time limit when `tokenRequest` sets
+    ///     none (``Request/Timeouts/total``). Every covered request waits while a token request
+    ///     runs, so one that never ends would hold them all for good; it fails with
+    ///     ``RequestError/timedOut(_:)`` instead, and `onTokenFailure` decides.
     public init(
         covering coverage: Coverage,
         tokenRequest: @escaping @Sendable () -> Request,
@@ -115,7 +119,8 @@ public final class OAuth2Authenticator: Sendable {
         onTokenFailure: @escaping @Sendable (TokenFailure) async -> TokenFailureDecision = OAuth2Authenticator.defaultFailureDecision,
         tokenStore: (any TokenStore)? = nil,
         queue: RequestQueue = .main,
-        maxResendsPerRequest: Int = 2
+        maxResendsPerRequest: Int = 2,
+        tokenRequestTimeout: Duration = OAuth2Authenticator.defaultTokenRequestTimeout
     ) {
         self.coverage = coverage
         self.store = tokenStore
@@ -123,6 +128,7 @@ public final class OAuth2Authenticator: Sendable {
         let store = tokenStore
         refresher = TokenRefresher(token: tokenStore?.loadToken()) { attempt in
             var request = tokenRequest()
+            if request.timeouts.total == nil { request.timeouts.total = tokenRequestTimeout }
             if let credentials = await credentials() {
                 let pair = Data("\(credentials.username):\(credentials.password)".utf8).base64EncodedString()
                 request.headerFields[.authorization] = "Basic \(pair)"
@@ -153,6 +159,9 @@ public final class OAuth2Authenticator: Sendable {
             }
         }
     }
+
+    /// The total time limit of a token request that sets none: 30 seconds.
+    public static let defaultTokenRequestTimeout: Duration = .seconds(30)
 
     /// Tries a token request three times in all; gives up at once on a 4xx status (wrong
     /// credentials do not get better by asking again).
