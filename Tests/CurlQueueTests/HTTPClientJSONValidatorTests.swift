@@ -116,6 +116,17 @@ import Testing
             }
         }
     }
+
+    @Test func aBodyStartingWithAByteOrderMarkIsValidatedAsTheDecoderReadsIt() async throws {
+        try await withServer { (server) async throws in
+            // Some servers (.NET's, among others) start JSON with a UTF-8 BOM. JSONDecoder skips
+            // it; before, the validator refused the body ("unexpected byte 0xef") that the same
+            // call without a validator decoded.
+            let client = makeClient(server)
+            #expect(try await client.send(GetUserInfo(document: "\u{FEFF}" + userJSON)) == User(nick: "ann", level: 3))
+            #expect(throws: HTTPClientError.self) { try JSONValidator.any.validate(Data("[1]\u{FEFF}".utf8)) }
+        }
+    }
 }
 
 /// YTKNetwork's user info call, with its validator.

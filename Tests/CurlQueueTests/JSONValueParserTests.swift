@@ -14,6 +14,7 @@ import Testing
         #""escapes: \" \\ \/ \b \f \n \r \t \u00e9 \ud83d\ude00""#,
         #"{"same": 1, "same": 2}"#,
         #"["é", "日本", "\u0000"]"#,
+        "\u{FEFF}{\"bom\": [1]}",  // a UTF-8 byte order mark first, which RFC 8259 lets a parser skip
     ]
 
     @Test(arguments: documents)

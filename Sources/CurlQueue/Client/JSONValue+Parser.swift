@@ -19,6 +19,9 @@ extension JSONValue {
 
         init(_ data: Data) {
             bytes = [UInt8](data)
+            // A UTF-8 byte order mark first is skipped, as RFC 8259 §8.1 allows and JSONDecoder
+            // does: a body that decodes must not fail validation.
+            if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
         }
 
         /// The document's one value, with nothing but whitespace after it.
