@@ -116,6 +116,33 @@ import Testing
         }
     }
 
+    @Test func aCancelledTaskCancelsTheRestEvenWhenAnOutcomeIsReady() async throws {
+        try await withServer { server in
+            let queue = RequestQueue(maxConcurrentRequestCount: 0)
+            let operations = [RequestOperation(request: Request(url: server.url("/bytes/1")))]
+                + (0..<2).map { RequestOperation(request: Request(url: server.url("/gate/never?i=\($0)"))) }
+            let responses = queue.responses(for: operations)
+            // The batch's hook runs before the operation's awaiting tasks are resumed: its
+            // outcome is ready to take.
+            _ = try await operations[0].response()
+            let consumer = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                var iterator = responses.makeAsyncIterator()
+                let first = await iterator.next()
+                // A consumer slower than the transfers always finds an outcome ready: its
+                // cancellation must not wait for it to catch up.
+                let othersCancelled = operations.dropFirst().allSatisfy(\.isCancelled)
+                var count = first == nil ? 0 : 1
+                while await iterator.next() != nil { count += 1 }
+                return (first?.index, othersCancelled, count)
+            }
+            let (first, othersCancelled, count) = await consumer.value
+            #expect(first == 0)
+            #expect(othersCancelled)
+            #expect(count == 3)
+        }
+    }
+
     @Test func leavingTheLoopEarlyCancelsTheRest() async throws {
         try await withServer { server in
             let queue = RequestQueue(maxConcurrentRequestCount: 2)

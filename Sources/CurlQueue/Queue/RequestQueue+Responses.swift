@@ -71,6 +71,9 @@ extension RequestQueue {
             /// The next outcome to be decided; nil after the last. Cancelling the calling task
             /// cancels the operations still pending or running.
             public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async -> Outcome? {
+                // A task slower than the transfers always finds an outcome ready, and so never
+                // reaches the cancellation handler below: its cancellation is seen here.
+                if Task.isCancelled { batch.cancel() }
                 // Taken where the caller runs: no hop to another executor and back for an
                 // outcome that is already there.
                 switch batch.take() {
