@@ -171,6 +171,60 @@ import Testing
         }
     }
 
+    @Test func aCancelledTaskEndsTheLoopOfASuspendedQueue() async throws {
+        try await withServer { server in
+            let queue = RequestQueue(maxConcurrentRequestCount: 2)
+            queue.isSuspended = true
+            let responses = queue.responses(for: (0..<5).map { Request(url: server.url("/bytes/\($0)")) })
+            let consumer = Task { await collect(responses) }
+            consumer.cancel()
+            let outcomes = await consumer.value
+            #expect(outcomes.map(\.index).sorted() == Array(0..<5))
+            #expect(outcomes.allSatisfy { isCancelled($0.result) })
+            #expect(queue.requestCount == 0)
+            #expect(server.requests.isEmpty)
+        }
+    }
+
+    @Test func anOperationTwiceInTheBatchRunsOnceAndItsSecondPlaceIsRefused() async throws {
+        try await withServer { server in
+            let queue = RequestQueue(maxConcurrentRequestCount: 2)
+            let operation = RequestOperation(request: Request(url: server.url("/bytes/3")))
+            let outcomes = await collect(queue.responses(for: [operation, operation])).sorted { $0.index < $1.index }
+            #expect(outcomes.map(\.index) == [0, 1])
+            let response = try outcomes[0].result.get()
+            #expect(response.body.count == 3)
+            guard case .failure(.invalidRequest(let reason)) = outcomes[1].result else {
+                Issue.record("the operation's second place: \(outcomes[1].result)")
+                return
+            }
+            #expect(reason.contains("index 1"))
+            #expect(server.requests.count == 1)
+        }
+    }
+
+    /// The batch lets go of an operation once its outcome is decided: an operation nobody else
+    /// holds (one whose handler holds it, even) is freed while the sequence lives on.
+    @Test func anOperationIsLetGoOfOnceItsOutcomeIsTaken() async throws {
+        try await withServer { server in
+            let queue = RequestQueue(maxConcurrentRequestCount: 2)
+            weak var released: RequestOperation?
+            let responses: RequestQueue.Responses
+            do {
+                let operation = RequestOperation(request: Request(url: server.url("/bytes/10")))
+                operation.completionHandler = { _ in _ = operation }
+                released = operation
+                responses = queue.responses(for: [operation])
+            }
+            // The outcome reaches the task after the engine's turn, once the operation's
+            // delivery has returned.
+            #expect(await collect(responses).count == 1)
+            await drain()
+            #expect(released == nil, "the batch keeps its decided operation")
+            #expect(responses.count == 1)
+        }
+    }
+
     @Test func anEmptyBatchEndsAtOnce() async {
         let responses = RequestQueue().responses(for: [Request]())
         #expect(responses.count == 0)
