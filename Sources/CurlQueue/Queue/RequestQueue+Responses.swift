@@ -12,7 +12,8 @@ extension RequestQueue {
     ///   every iterator of it cancels the operations still pending or running. After a task's
     ///   cancellation the loop goes on to the end, and the outcomes of those operations are
     ///   ``RequestError/cancelled`` (or whatever they had reached first).
-    /// - Iterate it once. A second iterator takes the outcomes the first has not taken.
+    /// - Iterate it once. A second iterator takes the outcomes the first has not taken, and
+    ///   cancelling either task or leaving either loop cancels the batch for both.
     public struct Responses: AsyncSequence, Sendable {
         /// One operation's outcome.
         public struct Outcome: Sendable {

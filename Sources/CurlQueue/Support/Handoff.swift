@@ -6,7 +6,7 @@
 /// `deinit` of something the handlers held ran on the engine thread, which runs no code of the
 /// caller's. The block takes the value out of this box instead: whichever thread lets go of
 /// the box last, the value goes where the block ran.
-final class Handoff<Value>: @unchecked Sendable {  // safe: written once before the hand-off (the dispatch orders it), then only touched by the one block that takes it
+final class Handoff<Value: Sendable>: @unchecked Sendable {  // safe: written once before the hand-off (the dispatch orders it), then only touched by the one block that takes it
     private var value: Value?
 
     init(_ value: Value) { self.value = value }
