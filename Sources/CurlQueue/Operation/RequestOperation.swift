@@ -223,13 +223,8 @@ public final class RequestOperation: Sendable {
     /// True once the operation was cancelled before it finished.
     public var isCancelled: Bool { state.withLock { $0.machine.isCancelled } }
 
-    /// True while the operation waits in a queue for its first attempt.
-    var isWaitingForFirstAttempt: Bool {
-        state.withLock { state in
-            if case .enqueued = state.machine.state { return true }
-            return false
-        }
-    }
+    /// True until its first attempt begins: idle, or waiting in a queue for its turn.
+    var isBeforeFirstAttempt: Bool { state.withLock { $0.machine.isBeforeFirstAttempt } }
 
     // MARK: Running
 

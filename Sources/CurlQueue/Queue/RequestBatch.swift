@@ -81,7 +81,7 @@ final class RequestBatch: Sendable {
             return state.operations.compactMap { $0 }
         }
         // Pending ones first: a running one's freed slot must not start another of the batch.
-        for operation in operations where operation.isWaitingForFirstAttempt { operation.cancel() }
+        for operation in operations where operation.isBeforeFirstAttempt { operation.cancel() }
         for operation in operations { operation.cancel() }
     }
 }
