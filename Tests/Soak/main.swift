@@ -372,6 +372,8 @@ func fetch(_ url: String) -> Result<Response, RequestError> {
 func quiesce(base: String, round: String) -> Int {
     for attempt in 1...30 {
         _ = fetch(base + "/close-connections?r=\(round)-\(attempt)")
+        // The sleep is the event: libcurl prunes dead connections at most once a second, timed by
+        // its own clock, and offers no call to ask for it sooner.
         Thread.sleep(forTimeInterval: 1.1)
         _ = fetch(base + "/bytes/1?probe=\(round)-\(attempt)")
         if tcpSockets() == 1 { return attempt }
@@ -501,6 +503,8 @@ quietRounds = quietRounds < 0 || afterRounds < 0 ? -1 : max(quietRounds, afterRo
 // the thread count to come back, measuring once a second.
 var after = measure()
 for _ in 0..<30 where after.threads > baseline.threads {
+    // Dispatch lets an idle worker go after a timeout of its own and tells nobody: the thread
+    // count, read once a second, is the only sign of it (a bounded wait, not a hope).
     Thread.sleep(forTimeInterval: 1)
     after = measure()
 }
