@@ -92,4 +92,24 @@ import Testing
         #expect(empty.allDecided)
         #expect(isEnd(empty.wait("a")))
     }
+
+    @Test func onlyTheFirstCancelWithOutcomesStillToComeCancels() {
+        var machine = Machine(count: 2)
+        guard case .none = machine.decided(0) else { Issue.record("nobody waits"); return }
+        let first = machine.cancel(), second = machine.cancel()
+        #expect(first)
+        #expect(machine.isCancelled)
+        #expect(!second)
+        // The cancelled operations' outcomes still come, and are taken as any other.
+        guard case .none = machine.decided(1) else { Issue.record("nobody waits"); return }
+        #expect(taken(machine.take()) == 0)
+        #expect(taken(machine.take()) == 1)
+        #expect(isEnd(machine.take()))
+
+        var done = Machine(count: 1)
+        guard case .none = done.decided(0) else { Issue.record("nobody waits"); return }
+        let late = done.cancel()
+        #expect(!late, "nothing is left to cancel once every outcome was decided")
+        #expect(!done.isCancelled)
+    }
 }

@@ -14,8 +14,9 @@ import Foundation
 /// engine thread: it only puts a command in the engine's inbox) and the engine unpauses.
 ///
 /// Per operation, not per attempt: no retry happens once the head was handed over
-/// (``hasBegun``), so every byte offered belongs to one attempt. All state is under one lock;
-/// continuations are resumed and blocks dispatched after it is released.
+/// (``hasBegun``), so every byte offered belongs to one attempt. The decisions are
+/// ``StateMachine``'s, under one lock; continuations are resumed and blocks dispatched after it
+/// is released.
 final class BodyStream: Sendable {
     /// Where the chunks go.
     enum Mode: Sendable {
@@ -25,47 +26,24 @@ final class BodyStream: Sendable {
         case pull
     }
 
-    /// The default ``limit``: 1 MiB.
+    /// The default limit of bytes handed over and not yet consumed: 1 MiB.
     static let defaultLimit = 1 << 20
-    /// The default ``lowWater``: 256 KiB.
+    /// The default low water, at which a paused stream resumes: 256 KiB.
     static let defaultLowWater = 256 << 10
 
     let mode: Mode
-    /// The most bytes handed over and not consumed that an offer may bring the stream to (one
-    /// chunk is always taken when nothing is outstanding, however large).
-    let limit: Int
-    /// A paused stream resumes once the outstanding bytes are down to this.
-    let lowWater: Int
-    private let state: Locked<State>
-
-    private struct State {
-        var head: ResponseHead?
-        /// Pull mode: chunks not yet taken by the iterator.
-        var chunks = Deque<Data>()
-        /// Bytes handed over and not yet consumed (pull: in `chunks`; push: dispatched, their
-        /// handler not yet returned).
-        var outstanding = 0
-        var highWater = 0
-        var pauseCount = 0
-        /// How to unpause the transfer, while the stream is paused.
-        var resume: (@Sendable () -> Void)?
-        /// How the stream ended, once it did: nil error for a complete body.
-        var ended: Ended?
-        var errorDelivered = false
-        var headWaiter: CheckedContinuation<Result<ResponseHead, RequestError>, Never>?
-        var chunkWaiter: CheckedContinuation<Result<Data?, RequestError>, Never>?
-        var pauseWaiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private struct Ended {
-        var error: RequestError?
-    }
+    typealias Machine = StateMachine<
+        CheckedContinuation<Result<ResponseHead, RequestError>, Never>,
+        CheckedContinuation<Result<Data?, RequestError>, Never>,
+        CheckedContinuation<Void, Never>,
+        @Sendable () -> Void
+    >
+    private let state: Locked<Machine>
 
     init(mode: Mode, limit: Int = BodyStream.defaultLimit, lowWater: Int = BodyStream.defaultLowWater) {
         self.mode = mode
-        self.limit = max(1, limit)
-        self.lowWater = min(max(0, lowWater), self.limit)
-        self.state = Locked(State())
+        let keepsChunks = if case .pull = mode { true } else { false }
+        self.state = Locked(Machine(keepsChunks: keepsChunks, limit: limit, lowWater: lowWater))
     }
 
     // MARK: Producer (the engine thread, and the operation's deliver)
@@ -75,12 +53,7 @@ final class BodyStream: Sendable {
 
     /// Hands the head of the response whose body is streamed to the consumer. Once.
     func begin(_ head: ResponseHead) {
-        let waiter = state.withLock { state -> CheckedContinuation<Result<ResponseHead, RequestError>, Never>? in
-            guard state.head == nil, state.ended == nil else { return nil }
-            state.head = head
-            defer { state.headWaiter = nil }
-            return state.headWaiter
-        }
+        guard case .handOver(let head, let waiter) = state.withLock({ $0.begin(head) }) else { return }
         waiter?.resume(returning: .success(head))
         if case .push(let queue, let handler?, _) = mode { queue.async { handler(head) } }
     }
@@ -89,36 +62,24 @@ final class BodyStream: Sendable {
     /// once the consumer has caught up, and the same bytes are offered again.
     func offer(_ bytes: UnsafeRawBufferPointer, resume: @escaping @Sendable () -> Void) -> Bool {
         let count = bytes.count
-        let (accepted, waiter, pauseWaiters) = state.withLock {
-            state -> (Data?, CheckedContinuation<Result<Data?, RequestError>, Never>?, [CheckedContinuation<Void, Never>]) in
-            guard state.ended == nil else { return (nil, nil, []) }
-            if state.outstanding > 0, state.outstanding + count > limit {
-                state.resume = resume
-                state.pauseCount += 1
-                defer { state.pauseWaiters = [] }
-                return (nil, nil, state.pauseWaiters)
-            }
-            let chunk = Data(bytes)
-            if case .pull = mode, let waiter = state.chunkWaiter {
-                state.chunkWaiter = nil
-                return (chunk, waiter, [])
-            }
-            if case .pull = mode { state.chunks.append(chunk) }
-            state.outstanding += count
-            state.highWater = max(state.highWater, state.outstanding)
-            return (chunk, nil, [])
-        }
-        for waiter in pauseWaiters { waiter.resume() }
-        guard let chunk = accepted else { return state.withLock { $0.ended != nil } }
-        if let waiter {
+        switch state.withLock({ $0.offer(count: count, resume: resume) { Data(bytes) } }) {
+        case .dropped, .kept:
+            return true
+        case .pause(let waking):
+            for waiter in waking { waiter.resume() }
+            return false
+        case .hand(let chunk, let waiter):
             waiter.resume(returning: .success(chunk))
-        } else if case .push(let queue, _, let handler) = mode {
-            queue.async { [self] in
-                handler(chunk)
-                consumed(count)
+            return true
+        case .dispatch(let chunk):
+            if case .push(let queue, _, let handler) = mode {
+                queue.async { [self] in
+                    handler(chunk)
+                    consumed(count)
+                }
             }
+            return true
         }
-        return true
     }
 
     /// Ends the stream, once, with the operation's result: on success the head (when none was
@@ -126,61 +87,14 @@ final class BodyStream: Sendable {
     /// and the body that was not streamed; on failure the error, after the chunks already
     /// handed over (dropped for ``RequestError/cancelled``).
     func finish(_ result: Result<Response, RequestError>) {
-        var head: ResponseHead?
-        var body = Data()
-        if case .success(let response) = result {
-            head = ResponseHead(status: response.status, headerFields: response.headerFields)
-            body = response.body
-        }
-        let trailing = body
-        let (headWaiter, chunkWaiter, pauseWaiters, beginsNow, delivery) = state.withLock { state in
-            guard state.ended == nil else {
-                return (CheckedContinuation<Result<ResponseHead, RequestError>, Never>?.none,
-                        CheckedContinuation<Result<Data?, RequestError>, Never>?.none, [CheckedContinuation<Void, Never>](),
-                        false, Result<Data?, RequestError>?.none)
-            }
-            var beginsNow = false
-            var error: RequestError?
-            switch result {
-            case .success:
-                if state.head == nil, let head {
-                    state.head = head
-                    beginsNow = true
-                }
-                if !trailing.isEmpty, case .pull = mode { state.chunks.append(trailing) }
-            case .failure(let failure):
-                error = failure
-                if failure == .cancelled {
-                    state.chunks.removeAll()
-                    state.outstanding = 0
-                }
-            }
-            state.ended = Ended(error: error)
-            state.resume = nil
-            let headWaiter = state.headWaiter
-            state.headWaiter = nil
-            let pauseWaiters = state.pauseWaiters
-            state.pauseWaiters = []
-            var delivery: Result<Data?, RequestError>?
-            let chunkWaiter = state.chunkWaiter
-            if chunkWaiter != nil {
-                state.chunkWaiter = nil
-                delivery = Self.take(&state, lowWater: lowWater).value
-            }
-            return (headWaiter, chunkWaiter, pauseWaiters, beginsNow, delivery)
-        }
-        if let headWaiter {
-            if let head = state.withLock({ $0.head }) {
-                headWaiter.resume(returning: .success(head))
-            } else if case .failure(let error) = result {
-                headWaiter.resume(returning: .failure(error))
-            }
-        }
-        if let chunkWaiter, let delivery { chunkWaiter.resume(returning: delivery) }
-        for waiter in pauseWaiters { waiter.resume() }
+        let outcome = result.map { (head: ResponseHead(status: $0.status, headerFields: $0.headerFields), body: $0.body) }
+        guard let finish = state.withLock({ $0.finish(outcome) }) else { return }
+        if case let (waiter, head)? = finish.headWaiter { waiter.resume(returning: head) }
+        if case let (waiter, value)? = finish.chunkWaiter { waiter.resume(returning: value) }
+        for waiter in finish.pauseWaiters { waiter.resume() }
         if case .push(let queue, let headHandler, let bodyHandler) = mode {
-            if beginsNow, let headHandler, let head { queue.async { headHandler(head) } }
-            if !trailing.isEmpty { queue.async { bodyHandler(trailing) } }
+            if let head = finish.beginsNow, let headHandler { queue.async { headHandler(head) } }
+            if let trailing = finish.trailing { queue.async { bodyHandler(trailing) } }
         }
     }
 
@@ -188,23 +102,13 @@ final class BodyStream: Sendable {
 
     /// Push mode: a handler returned from a chunk of `count` bytes.
     func consumed(_ count: Int) {
-        let resume = state.withLock { state -> (@Sendable () -> Void)? in
-            state.outstanding = max(0, state.outstanding - count)
-            return Self.resumeIfDrained(&state, lowWater: lowWater)
-        }
-        resume?()
+        state.withLock { $0.consumed(count) }?()
     }
 
     /// Waits for the head; fails when the operation ended before one was handed over.
     func head() async -> Result<ResponseHead, RequestError> {
         await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> Result<ResponseHead, RequestError>? in
-                if let head = state.head { return .success(head) }
-                if let ended = state.ended { return .failure(ended.error ?? .cancelled) }
-                state.headWaiter = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
+            if let ready = state.withLock({ $0.head(orWait: continuation) }) { continuation.resume(returning: ready) }
         }
     }
 
@@ -212,34 +116,10 @@ final class BodyStream: Sendable {
     /// nil after it).
     func next() async -> Result<Data?, RequestError> {
         await withCheckedContinuation { continuation in
-            let (ready, resume) = state.withLock { state -> (Result<Data?, RequestError>?, (@Sendable () -> Void)?) in
-                let (value, resume) = Self.take(&state, lowWater: lowWater)
-                if value == nil { state.chunkWaiter = continuation }
-                return (value, resume)
-            }
+            let (ready, resume) = state.withLock { $0.next(orWait: continuation) }
             resume?()
             if let ready { continuation.resume(returning: ready) }
         }
-    }
-
-    /// The next thing the iterator gets, if there is one yet, and the resume to run.
-    private static func take(_ state: inout State, lowWater: Int) -> (value: Result<Data?, RequestError>?, resume: (@Sendable () -> Void)?) {
-        if let chunk = state.chunks.popFirst() {
-            state.outstanding = max(0, state.outstanding - chunk.count)
-            return (.success(chunk), resumeIfDrained(&state, lowWater: lowWater))
-        }
-        guard let ended = state.ended else { return (nil, nil) }
-        if let error = ended.error, !state.errorDelivered {
-            state.errorDelivered = true
-            return (.failure(error), nil)
-        }
-        return (.success(nil), nil)
-    }
-
-    private static func resumeIfDrained(_ state: inout State, lowWater: Int) -> (@Sendable () -> Void)? {
-        guard state.outstanding <= lowWater, let resume = state.resume else { return nil }
-        state.resume = nil
-        return resume
     }
 
     // MARK: For tests
@@ -255,12 +135,7 @@ final class BodyStream: Sendable {
     /// or the stream ended: a test's consumer waits here to be as slow as it can.
     func waitUntilPausedOrEnded() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { state -> Bool in
-                if state.resume != nil || state.ended != nil { return true }
-                state.pauseWaiters.append(continuation)
-                return false
-            }
-            if ready { continuation.resume() }
+            if state.withLock({ $0.pausedOrEnded(orWait: continuation) }) { continuation.resume() }
         }
     }
 }

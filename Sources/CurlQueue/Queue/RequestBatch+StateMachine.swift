@@ -19,6 +19,8 @@ extension RequestBatch {
         private var waiters = Deque<Waiter>()
         /// Outcomes not yet decided.
         private(set) var pending: Int
+        /// Set by the first ``cancel()`` that found outcomes still to come.
+        private(set) var isCancelled = false
 
         init(count: Int) {
             pending = max(0, count)
@@ -51,6 +53,15 @@ extension RequestBatch {
             let take = take()
             if case .wait = take { waiters.append(waiter) }
             return take
+        }
+
+        /// The batch is cancelled: true for the first call while outcomes are still to come
+        /// (the owner then cancels the operations not yet decided); false for any later call,
+        /// or once every outcome was decided, when there is nothing left to cancel.
+        mutating func cancel() -> Bool {
+            guard !isCancelled, pending > 0 else { return false }
+            isCancelled = true
+            return true
         }
 
         enum Action {

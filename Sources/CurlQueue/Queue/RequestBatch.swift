@@ -14,8 +14,6 @@ final class RequestBatch: Sendable {
         /// The batch's operations whose outcome is not decided yet, by index, for cancelling
         /// them. A decided one is let go of at once: it holds its response.
         var operations: [RequestOperation?]
-        /// Set by the first ``cancel()``; later ones have nothing to do.
-        var cancelled = false
     }
 
     private let state: Locked<State>
@@ -76,8 +74,7 @@ final class RequestBatch: Sendable {
     /// still come. Only the first call does anything.
     func cancel() {
         let operations = state.withLock { state -> [RequestOperation] in
-            if state.cancelled || state.machine.allDecided { return [] }
-            state.cancelled = true
+            guard state.machine.cancel() else { return [] }
             return state.operations.compactMap { $0 }
         }
         // Pending ones first: a running one's freed slot must not start another of the batch.
