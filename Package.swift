@@ -57,6 +57,7 @@ let package = Package(
                 "CurlQueue",
                 "CurlQueueTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: strict
         ),

@@ -1,4 +1,5 @@
 import Foundation
+import HeapModule
 
 /// Decides which file of the batch starts next, so that curlq hands the `RequestQueue` only
 /// operations that can start at once: the queue then holds at most `-j` operations, and a
@@ -8,6 +9,12 @@ import Foundation
 /// priority first (high, normal, low), then the position in the input — first listed first
 /// (`--order fifo`) or last listed first (`--order lifo`) — skipping the files whose host is at
 /// its `--per-host` limit until one of its transfers ends. Pure: no I/O, no clock.
+///
+/// What the queue cannot do, and the reason this type exists: hold a batch without an operation
+/// per file. An operation and its `Request` are built only when ``take()`` starts the file, and
+/// let go of when it ends, so a batch's memory is its list of jobs, whatever its size; the
+/// limits themselves (`-j`, `--per-host`, priorities, order) are also set on the queue, which
+/// enforces them for the operations it is handed.
 struct Admission {
     /// `origin` of each job, as a small integer.
     private let origins: [Int]
@@ -19,7 +26,7 @@ struct Admission {
     private let rank: [Int]
     private let perHost: Int
     /// Heads of the origins that have jobs waiting and a free slot, by rank.
-    private var heads = MinHeap()
+    private var heads = Heap<Head>()
 
     /// - Parameters:
     ///   - jobs: `(index, origin, priority)` of the jobs to run; indices are `0..<count`
@@ -62,7 +69,7 @@ struct Admission {
         self.next = Array(repeating: 0, count: waiting.count)
         self.running = Array(repeating: 0, count: waiting.count)
         self.perHost = max(0, perHost)
-        for origin in waiting.indices { heads.insert(rank: rank[waiting[origin][0]], origin: origin) }
+        for origin in waiting.indices { heads.insert(Head(rank: rank[waiting[origin][0]], origin: origin)) }
     }
 
     /// Jobs not started yet.
@@ -96,13 +103,13 @@ struct Admission {
             for index in waiting[origin][next[origin]...] { left.append((rank[index], index)) }
             next[origin] = waiting[origin].count
         }
-        heads = MinHeap()
+        heads = Heap<Head>()
         return left.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
     private mutating func pushHeadIfReady(_ origin: Int) {
         guard next[origin] < waiting[origin].count, perHost == 0 || running[origin] < perHost else { return }
-        heads.insert(rank: rank[waiting[origin][next[origin]]], origin: origin)
+        heads.insert(Head(rank: rank[waiting[origin][next[origin]]], origin: origin))
     }
 
     /// The origin a per-host limit counts by, as `RequestQueue` counts it: scheme, host, port.
@@ -113,36 +120,10 @@ struct Admission {
     }
 }
 
-/// A binary min-heap of origins keyed by the rank of their first waiting job.
-private struct MinHeap {
-    private var items: [(rank: Int, origin: Int)] = []
-
-    mutating func insert(rank: Int, origin: Int) {
-        items.append((rank, origin))
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard items[child].rank < items[parent].rank else { break }
-            items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func popMin() -> (rank: Int, origin: Int)? {
-        guard !items.isEmpty else { return nil }
-        items.swapAt(0, items.count - 1)
-        let top = items.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < items.count, items[left].rank < items[smallest].rank { smallest = left }
-            if right < items.count, items[right].rank < items[smallest].rank { smallest = right }
-            if smallest == parent { break }
-            items.swapAt(parent, smallest)
-            parent = smallest
-        }
-        return top
-    }
+/// The head of an origin with jobs waiting and a free slot: ordered by the rank of its first
+/// waiting job.
+private struct Head: Comparable {
+    var rank: Int
+    var origin: Int
+    static func < (a: Head, b: Head) -> Bool { a.rank < b.rank }
 }
