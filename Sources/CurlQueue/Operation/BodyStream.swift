@@ -38,7 +38,8 @@ final class BodyStream: Sendable {
         CheckedContinuation<Void, Never>,
         @Sendable () -> Void
     >
-    private let state: Locked<Machine>
+    /// Internal, not private, for the tests' observations (`BodyStream+Observation` in Tests).
+    let state: Locked<Machine>
 
     init(mode: Mode, limit: Int = BodyStream.defaultLimit, lowWater: Int = BodyStream.defaultLowWater) {
         self.mode = mode
@@ -119,23 +120,6 @@ final class BodyStream: Sendable {
             let (ready, resume) = state.withLock { $0.next(orWait: continuation) }
             resume?()
             if let ready { continuation.resume(returning: ready) }
-        }
-    }
-
-    // MARK: For tests
-
-    /// The most bytes that were ever handed over and not yet consumed.
-    var highWaterBytes: Int { state.withLock { $0.highWater } }
-    /// How many times an offer was refused (the transfer paused).
-    var pauseCount: Int { state.withLock { $0.pauseCount } }
-    /// Bytes handed over and not yet consumed.
-    var outstandingBytes: Int { state.withLock { $0.outstanding } }
-
-    /// Returns once the transfer is paused (an offer was refused and no resume has run since)
-    /// or the stream ended: a test's consumer waits here to be as slow as it can.
-    func waitUntilPausedOrEnded() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            if state.withLock({ $0.pausedOrEnded(orWait: continuation) }) { continuation.resume() }
         }
     }
 }

@@ -48,12 +48,6 @@ extension RequestOperation {
             return false
         }
 
-        /// False until the operation was started or queued.
-        var hasStarted: Bool {
-            if case .idle = state { return false }
-            return true
-        }
-
         /// True before the first attempt: idle, or waiting in a queue for its turn.
         var isBeforeFirstAttempt: Bool {
             switch state {
