@@ -56,6 +56,11 @@ extension Transfer {
         set(CURLOPT_PROTOCOLS_STR, protocols)
         set(CURLOPT_REDIR_PROTOCOLS_STR, protocols)
         set(CURLOPT_NOSIGNAL, 1)
+        // A transfer ended while its name is being resolved (a cancel, its connect limit) leaves
+        // libcurl's resolver thread to finish on its own: without this, libcurl 7.87+ joins it,
+        // and the engine thread, every other transfer with it, waits out getaddrinfo (10 s and
+        // more with a resolver that does not answer).
+        set(CURLOPT_QUICK_EXIT, 1)
         // Connections stay out of processes the program starts (see the C shim).
         if status == CURLE_OK { status = ccurl_easy_open_sockets_cloexec(easy) }
         if freshConnection { set(CURLOPT_FRESH_CONNECT, 1) }

@@ -12,7 +12,13 @@ import Musl
 ///
 /// Confined to the engine thread. The `.part` file is opened at the first body byte of a 2xx
 /// response (so error responses create no file), in append mode when the server honoured the
-/// `Range` the transfer asked for, truncated otherwise.
+/// `Range` the transfer asked for, created anew otherwise.
+///
+/// Whatever stands at `<destination>.part` is never followed or waited for: only a regular file
+/// with no other link is resumed; anything else there (a symbolic link, a hard link to a file
+/// elsewhere, a FIFO, a device) is removed and a new file created in its place, opened with
+/// `O_NOFOLLOW | O_NONBLOCK` and checked with `fstat`. So a planted link cannot have the
+/// server's bytes written outside the folder, and no `open(2)` can block the engine thread.
 struct DestinationFile {
     let destination: URL
     let partPath: String
@@ -42,7 +48,7 @@ struct DestinationFile {
             throw .fileSystem("destination folder \(directory) does not exist")
         }
         var info = stat()
-        if resume, stat(partPath, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+        if resume, lstat(partPath, &info) == 0, Self.isResumable(info) {
             resumeOffset = Int64(info.st_size)
             resumeValidator = resumeOffset > 0 ? Self.readValidator(partPath) : nil
         } else {
@@ -54,17 +60,33 @@ struct DestinationFile {
 
     var isOpen: Bool { descriptor >= 0 }
 
-    /// Opens the `.part` file for a response body: appending when `append`, else from empty.
+    /// A `.part` that may be appended to: a regular file with no other name, which a hard link
+    /// planted there could otherwise give to a file outside the folder.
+    private static func isResumable(_ info: stat) -> Bool {
+        (info.st_mode & S_IFMT) == S_IFREG && info.st_nlink == 1
+    }
+
+    /// Opens the `.part` file for a response body: appending when `append`, else a new file.
     mutating func open(append: Bool) throws(RequestError) {
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
-        let fd = Glibc.open(partPath, flags, 0o644)
-        guard fd >= 0 else { throw .fileSystem("cannot open \(partPath): \(String(cString: strerror(errno)))") }
+        // O_NOFOLLOW: a symbolic link is refused, not followed. O_NONBLOCK: a FIFO opens at once
+        // (or fails with ENXIO) instead of waiting for a reader; fstat then refuses it.
+        let fd: Int32
         if append {
-            var info = stat()
-            guard fstat(fd, &info) == 0, Int64(info.st_size) == resumeOffset else {
-                _ = Glibc.close(fd)
-                throw .fileSystem("\(partPath) changed while resuming")
+            fd = Glibc.open(partPath, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        } else {
+            // Whatever stands there goes (a link goes, not its target); the new file is ours
+            // (O_EXCL), so nothing planted after the unlink is written through either.
+            var existing = stat()
+            if lstat(partPath, &existing) == 0, unlink(partPath) != 0, errno != ENOENT {
+                throw .fileSystem("cannot replace \(partPath): \(String(cString: strerror(errno)))")
             }
+            fd = Glibc.open(partPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o644)
+        }
+        guard fd >= 0 else { throw .fileSystem("cannot open \(partPath): \(String(cString: strerror(errno)))") }
+        var info = stat()
+        guard fstat(fd, &info) == 0, Self.isResumable(info), !append || Int64(info.st_size) == resumeOffset else {
+            _ = Glibc.close(fd)
+            throw .fileSystem(append ? "\(partPath) changed while resuming" : "\(partPath) is not a regular file of its own")
         }
         descriptor = fd
         bytesWritten = append ? resumeOffset : 0
@@ -84,7 +106,7 @@ struct DestinationFile {
     /// The validator kept with the `.part` file at `path`, if it is one a header can carry.
     private static func readValidator(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: 1025)
-        let count = getxattr(path, validatorAttribute, &buffer, buffer.count - 1)
+        let count = lgetxattr(path, validatorAttribute, &buffer, buffer.count - 1)
         guard count > 0 else { return nil }
         let value = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return isUsableValidator(value) ? value : nil

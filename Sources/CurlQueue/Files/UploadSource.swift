@@ -48,14 +48,19 @@ final class UploadSource {
             case .bytes(let data):
                 part = .bytes(data)
             case .file(let url):
-                let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+                // O_NONBLOCK: a FIFO with no writer opens at once instead of blocking the engine
+                // thread until someone writes; fstat then refuses it with anything else that is
+                // not a regular file (a device, a folder). Reads use `pread`, which a regular
+                // file answers whether or not the flag is set.
+                let fd = open(url.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+                let openError = fd < 0 ? errno : 0
                 var info = stat()
                 guard fd >= 0, fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
                     // `deinit` does not run for an init that throws: close what is open.
                     if fd >= 0 { close(fd) }
                     for case .file(let open, _, _) in parts { close(open) }
                     parts = []
-                    throw .invalidRequest("body file \(url.path) cannot be read")
+                    throw .invalidRequest("body file \(url.path) cannot be read: \(fd < 0 ? String(cString: strerror(openError)) : "not a regular file")")
                 }
                 part = .file(fd: fd, size: Int64(info.st_size), path: url.path)
             }
