@@ -163,9 +163,12 @@ rm -f ca.key
 
 
 class Workload:
-    def __init__(self, name, title, path, n, c, expect, tls=False, kind="small", out=False):
+    def __init__(self, name, title, path, n, c, expect, tls=False, kind="small", out=False, mode=None, same_url=False):
         self.name, self.title, self.path, self.n, self.c = name, title, path, n, c
         self.expect, self.tls, self.kind, self.out = expect, tls, kind, out
+        # mode: cq-bench's --mode for a sched workload (default: its name). same_url: every
+        # request equal (cq-bench --same-url, duplicates allowed); CurlQueue's handlers form only.
+        self.mode, self.same_url = mode or name, same_url
 
 
 def workloads():
@@ -187,6 +190,13 @@ def workloads():
                  None, kind="sched"),
         Workload("sched-priority", f"{SCHED_N:,} operations of random priorities through 1 slot (no network)", "",
                  SCHED_N, 1, None, kind="sched"),
+        # Many equal requests (issue 19.3) against as many distinct ones: CurlQueue only.
+        Workload("sched-fifo-equal", f"{SCHED_N:,} equal operations through 1 slot (no network, duplicates allowed)",
+                 "", SCHED_N, 1, None, kind="sched", mode="sched-fifo", same_url=True),
+        Workload("h1-c8-distinct", f"{SCHED_N:,} × 1 KiB GET, distinct URLs, HTTP/1.1, c=8 (CurlQueue only)", "/1k",
+                 SCHED_N, 8, 1024, kind="equal"),
+        Workload("h1-c8-equal", f"{SCHED_N:,} × 1 KiB GET of one URL, HTTP/1.1, c=8 (duplicates allowed)", "/1k",
+                 SCHED_N, 8, 1024, kind="equal", same_url=True),
     ]
     if ARGS.only:
         wanted = ARGS.only.split(",")
@@ -226,11 +236,16 @@ def client_command(client, w, server, work, out_dir):
     if w.out:
         common += ["--out", out_dir]
 
+    if w.same_url:
+        common += ["--same-url"]
     if w.kind == "sched":
         if client != "cq-handler" and not client.startswith("cq@"):
             return None
         binary = os.path.abspath(VARIANTS[client[3:]]) if client.startswith("cq@") else os.path.join(RELEASE, "cq-bench")
-        return [binary, "--mode", w.name, "--url", "http://127.0.0.1:9/op", "--requests", str(w.n)], None
+        same = ["--same-url"] if w.same_url else []
+        return [binary, "--mode", w.mode, "--url", "http://127.0.0.1:9/op", "--requests", str(w.n)] + same, None
+    if w.kind == "equal" and client != "cq-handler" and not client.startswith("cq@"):
+        return None
     if client == "c-multi":
         extra = ["--buffer", str(512 * KIB)] if w.kind == "big" else []
         return [os.path.join(CBIN, "multi_bench")] + common + extra, None
@@ -474,6 +489,13 @@ def evaluate_targets(results):
         ok = c["add_cancel_seconds"] < 1 and c["bytes_per_pending_op"] < 1024 and c["errors"] == 0
         lines.append(f"{w['n']:,} pending operations added and cancelled in {c['add_cancel_seconds']:.3f} s (< 1), "
                      f"{c['bytes_per_pending_op']:.0f} bytes each (< 1,024): {verdict(ok)}")
+    for equal, distinct in (("sched-fifo-equal", "sched-fifo"), ("h1-c8-equal", "h1-c8-distinct")):
+        a, b = by.get(equal), by.get(distinct)
+        if a and b and "cq-handler" in a["cells"] and "cq-handler" in b["cells"]:
+            ca, cb = a["cells"]["cq-handler"], b["cells"]["cq-handler"]
+            ratio = ca["cpu_seconds"] / cb["cpu_seconds"] if cb["cpu_seconds"] else 0
+            lines.append(f"{equal}: {ratio:.2f}× the CPU of {distinct} (≤ 1.1, no worse for equal requests): "
+                         f"{verdict(ratio <= 1.1 and ca['errors'] == 0 and cb['errors'] == 0)}")
     for name in ("sched-priority",):
         w = by.get(name)
         if w and "cq-handler" in w["cells"]:

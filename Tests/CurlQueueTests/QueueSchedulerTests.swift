@@ -593,6 +593,49 @@ import Testing
         #expect(index.operations(equalTo: b.request, hash: 7).isEmpty)
     }
 
+    /// Thousands of equal requests (a queue that allows duplicates), removed from anywhere and
+    /// in any order, with more added in between: the index keeps the ones left in the order
+    /// they were added, which is the order duplicate cancellation cancels them in.
+    @Test func manyEqualRequestsRemovedOutOfOrderStayInTheOrderTheyWereAdded() {
+        var index = RequestQueue.DuplicateIndex()
+        let hash = 42
+        var added: [RequestOperation] = []
+        var left: [ObjectIdentifier] = []
+        func add(_ count: Int) {
+            for _ in 0..<count {
+                let operation = operation("/same")
+                #expect(index.insert(operation, hash: hash, findingEqual: false).isEmpty)
+                added.append(operation)
+                left.append(ObjectIdentifier(operation))
+            }
+        }
+        func remove(_ operation: RequestOperation) {
+            index.remove(operation, hash: hash)
+            left.removeAll { $0 == ObjectIdentifier(operation) }
+        }
+        let other = operation("/other")  // another request under the same hash value
+        _ = index.insert(other, hash: hash, findingEqual: true)
+        add(2_000)
+        // Finish out of order: a fixed permutation of the first 1,000 (7 is prime to 1,000),
+        // from the middle, the ends and everywhere between.
+        for step in 0..<1_000 {
+            remove(added[(step * 7 + 500) % 1_000])
+            if step % 250 == 0 {
+                #expect(index.operations(equalTo: added[0].request, hash: hash).map(ObjectIdentifier.init) == left)
+            }
+        }
+        add(500)  // newer ones go after every one left
+        for i in stride(from: 2_499, through: 1_000, by: -3) { remove(added[i]) }  // newest first
+        #expect(index.operations(equalTo: added[0].request, hash: hash).map(ObjectIdentifier.init) == left)
+        // A newer equal request finds every earlier one, in the order they were added.
+        let newest = operation("/same")
+        #expect(index.insert(newest, hash: hash, findingEqual: true).map(ObjectIdentifier.init) == left)
+        #expect(index.operations(equalTo: other.request, hash: hash).map(ObjectIdentifier.init) == [ObjectIdentifier(other)])
+        for operation in added { index.remove(operation, hash: hash) }
+        index.remove(other, hash: hash)
+        #expect(index.operations(equalTo: newest.request, hash: hash).map(ObjectIdentifier.init) == [ObjectIdentifier(newest)])
+    }
+
     @Test func removingTheLastButOneOperationOfAHashKeepsTheOther() {
         var index = RequestQueue.DuplicateIndex()
         let a = operation("/a")

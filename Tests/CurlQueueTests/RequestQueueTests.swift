@@ -341,6 +341,41 @@ import Testing
         }
     }
 
+    /// Thousands of equal requests on a queue that allows them: cancelling some from the middle
+    /// and out of order takes just those out, and a newer equal request added once duplicates
+    /// are no longer allowed cancels every earlier one still there, in the order they were
+    /// added. (Nothing starts: the queue is suspended, and no server is needed.)
+    @Test func manyEqualRequestsLeaveInTheOrderDuplicateCancellationPromises() async {
+        let queue = RequestQueue(maxConcurrentRequestCount: 1)
+        queue.allowDuplicateRequests = true
+        queue.isSuspended = true
+        let request = Request(url: URL(string: "http://127.0.0.1:1/same")!)
+        let count = 3_000
+        let (outcomes, sink) = AsyncStream<(Int, Bool)>.makeStream()
+        let operations = (0..<count).map { i in
+            queue.add(request) { result in sink.yield((i, result.failure == .cancelled)) }
+        }
+        let cancelledFirst = (0..<count / 3).map { (($0 * 7) + count / 2) % count }  // from the middle, out of order
+        for i in cancelledFirst { operations[i].cancel() }
+        let cancelledSet = Set(cancelledFirst)
+        let left = (0..<count).filter { !cancelledSet.contains($0) }
+        #expect(queue.operations.map(ObjectIdentifier.init) == left.map { ObjectIdentifier(operations[$0]) })
+
+        queue.allowDuplicateRequests = false
+        let newest = queue.add(Request(url: URL(string: "http://127.0.0.1:1/same")!))  // equal by value
+        #expect(queue.operations.map(ObjectIdentifier.init) == [ObjectIdentifier(newest)])
+        // Completion handlers run on one serial queue in the order the outcomes were decided.
+        var order: [Int] = []
+        for await (i, cancelled) in outcomes {
+            #expect(cancelled)
+            order.append(i)
+            if order.count == count { break }
+        }
+        #expect(order == cancelledFirst + left)
+        newest.cancel()
+        await queue.waitUntilAllOperationsAreFinished()
+    }
+
     @Test func cancellingARequestByValueCancelsEqualPendingAndRunningOperations() async throws {
         try await withTestServer { server in
             let queue = RequestQueue(maxConcurrentRequestCount: 1)

@@ -14,6 +14,7 @@ import Glibc
 ///     --out DIR           write each body to DIR/body-<i> instead of keeping or discarding it
 ///     --expect BYTES      the body size every response must have (else it counts as an error)
 ///     --mode NAME         client-specific variant (cq-bench: handler, async, sched-cancel, sched-priority)
+///     --same-url          every request fetches URL itself: all requests are equal
 public struct Workload: Sendable {
     public var url = ""
     public var requests = 0
@@ -22,6 +23,8 @@ public struct Workload: Sendable {
     public var outDirectory: String?
     public var expectedBytes: Int?
     public var mode = ""
+    /// With `--same-url`: every request fetches `url` itself, so all requests are equal.
+    public var sameURL = false
 
     public init(arguments: [String] = CommandLine.arguments) {
         var index = 1
@@ -39,6 +42,7 @@ public struct Workload: Sendable {
             case "--out": outDirectory = value()
             case "--expect": expectedBytes = Int(value())
             case "--mode": mode = value()
+            case "--same-url": sameURL = true
             default: fail("unknown argument \(arguments[index])")
             }
             index += 1
@@ -48,7 +52,7 @@ public struct Workload: Sendable {
 
     /// The URL of request `i`: one concatenation, as the C baseline's one `snprintf` (string
     /// interpolation cost twice as much, which is the client's cost, not the library's).
-    public func url(_ i: Int) -> String { urlPrefix + String(i) }
+    public func url(_ i: Int) -> String { sameURL ? url : urlPrefix + String(i) }
     private var urlPrefix = ""
 
     /// The file request `i` writes to, with `--out`.

@@ -6,6 +6,8 @@
 //   sched-cancel    no network: add N operations to a suspended queue, cancel them all
 //   sched-fifo      no network: N operations of one priority run through a queue of 1 slot
 //   sched-priority  the same with random priorities; checks they complete in priority order
+// With --same-url every request is equal to every other, and the queue allows duplicates
+// (`allowDuplicateRequests`): the cost of many equal requests against distinct ones.
 // Bodies go to files when --out names a folder; else bodies of 1 MiB or more are discarded
 // (`Request.discardsBody`: counted, not kept), like the C baseline's counting write callback.
 import BenchSupport
@@ -51,6 +53,7 @@ case "handler":
     let counter = Counter()
     let done = DispatchSemaphore(value: 0)
     let queue = RequestQueue(maxConcurrentRequestCount: workload.concurrency)
+    queue.allowDuplicateRequests = workload.sameURL
     let total = Int64(workload.requests)
     for i in 0..<workload.requests {
         queue.add(makeRequest(i)) { result in
@@ -64,6 +67,7 @@ case "handler":
 
 case "async":
     let queue = RequestQueue(maxConcurrentRequestCount: workload.concurrency)
+    queue.allowDuplicateRequests = workload.sameURL
     let (errors, bytes) = await withTaskGroup(of: (Int64, Int64).self) { group in
         for i in 0..<workload.requests {
             let request = makeRequest(i)
@@ -87,6 +91,7 @@ case "async":
 
 case "batch":
     let queue = RequestQueue(maxConcurrentRequestCount: workload.concurrency)
+    queue.allowDuplicateRequests = workload.sameURL
     var errors: Int64 = 0
     var bytes: Int64 = 0
     for await outcome in queue.responses(for: (0..<workload.requests).lazy.map(makeRequest)) {
@@ -103,6 +108,7 @@ case "sched-cancel":
     let counter = Counter()
     let done = DispatchSemaphore(value: 0)
     let queue = RequestQueue(maxConcurrentRequestCount: 8)
+    queue.allowDuplicateRequests = workload.sameURL
     queue.isSuspended = true
     let rssBefore = procStatusKiB("VmRSS")
     let t0 = now()
@@ -145,6 +151,7 @@ case "sched-fifo", "sched-priority":
     let order = OrderCheck()
     let done = DispatchSemaphore(value: 0)
     let queue = RequestQueue(maxConcurrentRequestCount: 1)
+    queue.allowDuplicateRequests = workload.sameURL
     queue.isSuspended = true
     let t0 = now()
     let total = workload.requests
