@@ -29,11 +29,18 @@ extension HTTPClient {
         public var tls: Request.TLSOptions
         /// Retry settings of every request that does not set its own.
         public var retry: RetrySettings
-        /// The queue the client's transfers run on. Its duplicate rule applies: on a queue
-        /// whose ``RequestQueue/allowDuplicateRequests`` is false (as on ``RequestQueue/main``)
-        /// a second identical request cancels the first still running, which then fails with
-        /// `.transport(.cancelled)`. Give the client a queue of its own, with duplicates
-        /// allowed, if identical calls may overlap.
+        /// The queue the client's transfers run on; by default ``HTTPClient/defaultQueue``,
+        /// which allows duplicate requests, so every call runs.
+        ///
+        /// Whatever the queue, the client's calls of an equal GET or HEAD in flight at once share
+        /// one transfer and each gets its response (see ``HTTPClient``), so they never cancel
+        /// each other. Other requests reach the queue one per call, and the queue's duplicate
+        /// rule applies to them: on a queue whose ``RequestQueue/allowDuplicateRequests`` is
+        /// false (as on ``RequestQueue/main``) a second identical POST, PUT, PATCH, DELETE or
+        /// download cancels the first still there, which then fails with
+        /// `.transport(.cancelled)` — as does any request equal to a shared GET that is added
+        /// to that queue by other code. Give such a queue only to a client whose identical
+        /// calls should replace each other.
         public var queue: RequestQueue
         /// The middleware stack, outermost first: a request passes through it in this order,
         /// its response in the reverse order.
@@ -57,7 +64,7 @@ extension HTTPClient {
             cachePolicy: CachePolicy? = nil,
             tls: Request.TLSOptions = Request.TLSOptions(),
             retry: RetrySettings = RetrySettings(),
-            queue: RequestQueue = .main,
+            queue: RequestQueue = HTTPClient.defaultQueue,
             middleware: [any HTTPClientMiddleware] = [],
             callbackQueue: DispatchQueue = HTTPClient.defaultCallbackQueue,
             jsonEncoder: JSONEncoder = JSONEncoder(),

@@ -88,9 +88,23 @@ extension HTTPClient {
         return operation
     }
 
-    /// One operation on the client's queue.
+    /// One operation on the client's queue, shared with the client's other calls of an equal
+    /// GET or HEAD in flight (``Coalescer``).
     private func transfer(_ request: Request, retry: RetrySettings) async throws(HTTPClientError) -> Response {
         if Task.isCancelled { throw .transport(.cancelled) }
+        if Coalescer.isShareable(request) {
+            let queue = configuration.queue
+            let result = await inFlight.response(
+                for: Coalescer.Key(request: request, retry: retry),
+                makeOperation: { makeOperation(request, retry: retry) },
+                add: { try? queue.add($0) }  // fails only when every caller was cancelled first
+            )
+            do {
+                return try result.get()
+            } catch {
+                throw .transport(error)
+            }
+        }
         let operation = makeOperation(request, retry: retry)
         try! configuration.queue.add(operation)  // a new operation cannot have been started
         do {
