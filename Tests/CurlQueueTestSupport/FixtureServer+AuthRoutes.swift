@@ -6,7 +6,8 @@ import NIOHTTP1
 ///
 /// - `/auth/token/REALM`: answers `{"access_token":"REALM-N"}` for its N-th success, if the
 ///   request carries `Authorization: Basic base64(client:secret)` (else 401).
-///   `failures=K` answers 500 to the first K requests (they count), `status=S` with S instead.
+///   `failures=K` answers 500 to the first K requests (they count), `status=S` with S instead;
+///   `garbage=1` answers every request 200 with a body that is not JSON.
 /// - `/auth/protected/REALM`: 200 "ok REALM" if the request carries the realm's latest token
 ///   as `Authorization: Bearer REALM-N`, else 401 with `WWW-Authenticate: Bearer`. Fetching a
 ///   new token therefore expires the old one.
@@ -25,6 +26,9 @@ extension Routes {
             let hit = state.recordFlakyHit("token-\(realm)")
             guard headers.first(name: "authorization") == tokenClientCredentials else {
                 return .fixed(.text(.unauthorized, "bad client credentials"))
+            }
+            if target.int("garbage") == 1 {
+                return .fixed(.text(.ok, "<html>not a token \(hit)</html>"))
             }
             if hit <= (target.int("failures") ?? 0) {
                 return .fixed(.text(HTTPResponseStatus(statusCode: target.int("status") ?? 500), "token failure \(hit)"))

@@ -1,4 +1,4 @@
-import CurlQueue
+@testable import CurlQueue
 import CurlQueueTestSupport
 import Foundation
 import HTTPTypes
@@ -63,10 +63,14 @@ import Testing
                 return .init(username: "client", password: "secret")
             })
             let queue = RequestQueue(maxConcurrentRequestCount: 8)
+            // All six go out before the first 401 comes back (else the later ones are held
+            // unsent by the token request the first 401 starts).
+            let gate = SendGate(count: 6)
             let tasks = (0..<6).map { index in
                 Task {
-                    try await auth.authorize(Request(url: server.url("/auth/protected/cancel?n=\(index)"))) {
-                        try await queue.response(for: $0)
+                    try await auth.authorize(Request(url: server.url("/auth/protected/cancel?n=\(index)"))) { request in
+                        await gate.arrive()
+                        return try await queue.response(for: request)
                     }
                 }
             }
@@ -110,16 +114,23 @@ import Testing
             // up at once on a 4xx.
             let auth = authenticator(server, realm: "giveup", credentials: { .init(username: "client", password: "wrong") })
             let queue = RequestQueue(maxConcurrentRequestCount: 8)
+            // All five go out before any answer comes back (a call made after the give-up
+            // would fail at once with TokenUnavailableError instead).
+            let gate = SendGate(count: 5)
             let responses = try await withThrowingTaskGroup(of: Response.self) { group in
                 for index in 0..<5 {
                     let request = Request(url: server.url("/auth/protected/giveup?n=\(index)"))
-                    group.addTask { try await auth.authorize(request) { try await queue.response(for: $0) } }
+                    group.addTask {
+                        try await auth.authorize(request) { request in
+                            await gate.arrive()
+                            return try await queue.response(for: request)
+                        }
+                    }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(responses.allSatisfy { $0.status == .unauthorized && $0.headerFields[.wwwAuthenticate] == "Bearer" })
-            #expect(server.hits("token-giveup") >= 1)
-            #expect(server.hits("token-giveup") <= 5)  // at most one per wave of 401s, never a retry loop
+            #expect(server.hits("token-giveup") == 1)  // one for the wave of 401s, never a retry loop
             #expect(auth.currentToken == nil)
         }
     }
@@ -179,10 +190,70 @@ import Testing
             async let held = auth.authorize(Request(url: server.url("/auth/protected/hung?n=1"))) { try await queue.response(for: $0) }
             // Once the token request runs, a new call is held too.
             for await _ in attempts { break }
-            let later = try await auth.authorize(Request(url: server.url("/auth/protected/hung?n=2"))) { try await queue.response(for: $0) }
+            // It was held, never sent: the give-up fails it with the token request's error.
+            do {
+                let later = try await auth.authorize(Request(url: server.url("/auth/protected/hung?n=2"))) { try await queue.response(for: $0) }
+                Issue.record("the held call was sent after the give-up: \(later.status)")
+            } catch let error as TokenUnavailableError {
+                if case .timedOut = error.underlying as? RequestError {} else { Issue.record("not the time-out: \(error)") }
+            }
             #expect(try await held.status == .unauthorized)
-            #expect(later.status == .unauthorized)
             #expect(server.requests.filter { $0.path == "/gate/hung-token" }.count >= 1)
+        }
+    }
+
+    @Test(arguments: [
+        ("garbage", "garbage=1"),  // 200 with a body parseToken refuses
+        ("500", "failures=1000000"),
+    ])
+    func aBurstAgainstAFailingTokenEndpointMakesOneFlowsTokenRequestsPerBackoff(name: String, tokenQuery: String) async throws {
+        try await withServer { server in
+            // Before, each wave of late 401s after a give-up started a flow of its own: 100
+            // calls made 21 token requests against garbage, 15 against 500s, where the
+            // default decision allows 3. The clock is the test's: it moves only when told.
+            let clock = Locked(ContinuousClock.now)
+            let auth = OAuth2Authenticator(
+                covering: .host("127.0.0.1", pathPrefix: "/auth/protected/", allowsHTTP: true),
+                tokenRequest: { Request(url: server.url("/auth/token/storm-\(name)?\(tokenQuery)"), method: .post) },
+                credentials: { .init(username: "client", password: "secret") },
+                parseToken: { try JSONDecoder().decode(Token.self, from: $0.body).access_token },
+                onTokenFailure: OAuth2Authenticator.defaultFailureDecision,
+                tokenStore: nil, queue: RequestQueue(maxConcurrentRequestCount: 4), maxResendsPerRequest: 2,
+                tokenRequestTimeout: OAuth2Authenticator.defaultTokenRequestTimeout,
+                giveUpBackoff: .standard, now: { clock.withLock { $0 } })
+            let queue = RequestQueue(maxConcurrentRequestCount: 16)  // few connections: other tests count on the idle cache
+            /// 100 concurrent calls; each ends with its 401 or fails at once (counted).
+            func burst(_ round: Int) async throws -> Int {
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    for index in 0..<100 {
+                        let request = Request(url: server.url("/auth/protected/storm-\(name)?round=\(round)&n=\(index)"))
+                        group.addTask {
+                            do {
+                                let response = try await auth.authorize(request) { try await queue.response(for: $0) }
+                                #expect(response.status == .unauthorized)
+                                return 0
+                            } catch let error as TokenUnavailableError {
+                                #expect(error.underlying is TokenRequestStatusError || error.underlying is DecodingError)
+                                return 1
+                            }
+                        }
+                    }
+                    return try await group.reduce(0, +)
+                }
+            }
+            func tokenRequests() -> Int { server.requests.filter { $0.path == "/auth/token/storm-\(name)" }.count }
+            _ = try await burst(1)
+            #expect(tokenRequests() == 3)  // one flow: the default decision's three attempts
+            // Within the backoff, nothing goes out: every call fails at once.
+            #expect(try await burst(2) == 100)
+            #expect(tokenRequests() == 3)
+            // After it (1 s), the next burst makes one flow again, then backs off 2 s.
+            clock.withLock { $0 += .seconds(1) }
+            _ = try await burst(3)
+            #expect(tokenRequests() == 6)
+            clock.withLock { $0 += .seconds(1) }
+            #expect(try await burst(4) == 100)
+            #expect(tokenRequests() == 6)
         }
     }
 
@@ -274,4 +345,23 @@ private struct FixedTokenStore: TokenStore {
     func loadToken() -> String? { token }
     func saveToken(_ token: String) {}
     func removeToken() {}
+}
+
+/// Lets callers through once `count` of them have arrived.
+private actor SendGate {
+    private let count: Int
+    private var arrived = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(count: Int) { self.count = count }
+
+    func arrive() async {
+        arrived += 1
+        if arrived >= count {
+            for continuation in waiting { continuation.resume() }
+            waiting = []
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
 }

@@ -12,8 +12,13 @@ public import HTTPTypes
 ///   new token. A held request whose task is cancelled ends at once and is not sent.
 /// - When it fails, ``TokenFailureDecision`` from `onTokenFailure` decides: try the token
 ///   request again, or give up. On give-up, each request held for its 401 ends with that 401,
-///   as it would have with no authenticator, and the others go out with no token. So does a
-///   request sent with the dropped token whose 401 comes after the give-up: no token request.
+///   as it would have with no authenticator, and the others fail with ``TokenUnavailableError``
+///   without being sent. So does a request sent before the give-up whose 401 comes after it:
+///   no token request.
+/// - A give-up starts a backoff (``GiveUpBackoff``, 1 s doubling to 1 min by default): until
+///   it has passed, covered requests fail at once with ``TokenUnavailableError`` and no token
+///   request starts. A burst of calls against a token endpoint that fails makes at most one
+///   flow's token requests (three with the default decision) per backoff.
 /// - An expired token starts the flow again at the next 401. A request is sent at most
 ///   ``maxResendsPerRequest`` + 1 times, so a server that answers 401 to every token ends.
 /// - The token request itself goes straight to the queue, never through the authenticator
@@ -38,6 +43,32 @@ public final class OAuth2Authenticator: Sendable {
         public var response: Response?
         /// What went wrong.
         public var error: any Error
+    }
+
+    /// How long covered requests fail at once after the token flow gave up.
+    ///
+    /// After a give-up, until the backoff has passed, a covered request is not sent: it fails
+    /// with ``TokenUnavailableError``, and a 401 to one sent before the give-up ends with that
+    /// 401; neither starts a token request. The first request after the backoff may start one
+    /// flow again. The backoff is `initial` after a give-up, doubled after each further give-up
+    /// in a row, at most `maximum`; a token received resets it. `.zero` turns it off (each wave
+    /// of 401s may then start a flow).
+    public struct GiveUpBackoff: Sendable, Hashable {
+        /// The backoff after the first give-up in a row.
+        public var initial: Duration
+        /// The longest backoff.
+        public var maximum: Duration
+
+        /// A backoff of `initial`, doubling up to `maximum` (negative values count as zero).
+        public init(initial: Duration, maximum: Duration) {
+            self.initial = initial
+            self.maximum = maximum
+        }
+
+        /// 1 second, doubling up to 1 minute.
+        public static let standard = GiveUpBackoff(initial: .seconds(1), maximum: .seconds(60))
+        /// No backoff.
+        public static let zero = GiveUpBackoff(initial: .zero, maximum: .zero)
     }
 
     /// The username and password sent on the token request as `Authorization: Basic …`.
@@ -111,7 +142,10 @@ public final class OAuth2Authenticator: Sendable {
     ///     none (``Request/Timeouts/total``). Every covered request waits while a token request
     ///     runs, so one that never ends would hold them all for good; it fails with
     ///     ``RequestError/timedOut(_:)`` instead, and `onTokenFailure` decides.
-    public init(
+    ///   - giveUpBackoff: How long covered requests fail at once with
+    ///     ``TokenUnavailableError`` after the flow gave up, so that a burst of calls against
+    ///     a failing token endpoint makes one flow's token requests (see ``GiveUpBackoff``).
+    public convenience init(
         covering coverage: Coverage,
         tokenRequest: @escaping @Sendable () -> Request,
         credentials: @escaping @Sendable () async -> Credentials? = { nil },
@@ -120,13 +154,36 @@ public final class OAuth2Authenticator: Sendable {
         tokenStore: (any TokenStore)? = nil,
         queue: RequestQueue = .main,
         maxResendsPerRequest: Int = 2,
-        tokenRequestTimeout: Duration = OAuth2Authenticator.defaultTokenRequestTimeout
+        tokenRequestTimeout: Duration = OAuth2Authenticator.defaultTokenRequestTimeout,
+        giveUpBackoff: GiveUpBackoff = .standard
+    ) {
+        self.init(
+            covering: coverage, tokenRequest: tokenRequest, credentials: credentials, parseToken: parseToken,
+            onTokenFailure: onTokenFailure, tokenStore: tokenStore, queue: queue,
+            maxResendsPerRequest: maxResendsPerRequest, tokenRequestTimeout: tokenRequestTimeout,
+            giveUpBackoff: giveUpBackoff, now: { .now })
+    }
+
+    /// The designated initializer, with the clock backoffs are measured on (tests set it).
+    init(
+        covering coverage: Coverage,
+        tokenRequest: @escaping @Sendable () -> Request,
+        credentials: @escaping @Sendable () async -> Credentials?,
+        parseToken: @escaping @Sendable (Response) throws -> String,
+        onTokenFailure: @escaping @Sendable (TokenFailure) async -> TokenFailureDecision,
+        tokenStore: (any TokenStore)?,
+        queue: RequestQueue,
+        maxResendsPerRequest: Int,
+        tokenRequestTimeout: Duration,
+        giveUpBackoff: GiveUpBackoff,
+        now: @escaping @Sendable () -> ContinuousClock.Instant
     ) {
         self.coverage = coverage
         self.store = tokenStore
         self.maxResendsPerRequest = max(0, maxResendsPerRequest)
         let store = tokenStore
-        refresher = TokenRefresher(token: tokenStore?.loadToken()) { attempt in
+        let backoff = TokenRefresher.StateMachine.Backoff(initial: giveUpBackoff.initial, maximum: giveUpBackoff.maximum)
+        refresher = TokenRefresher(token: tokenStore?.loadToken(), backoff: backoff, now: now) { attempt in
             var request = tokenRequest()
             if request.timeouts.total == nil { request.timeouts.total = tokenRequestTimeout }
             if let credentials = await credentials() {
@@ -150,12 +207,12 @@ public final class OAuth2Authenticator: Sendable {
             } catch {
                 failure = TokenFailure(attempt: attempt, response: nil, error: error)
             }
-            if Task.isCancelled { return .giveUp }
+            if Task.isCancelled { return .giveUp(failure.error) }
             switch await onTokenFailure(failure) {
             case .retry: return .retry
             case .giveUp:
                 store?.removeToken()
-                return .giveUp
+                return .giveUp(failure.error)
             }
         }
     }
@@ -198,6 +255,8 @@ public final class OAuth2Authenticator: Sendable {
             case .giveUp:
                 guard let lastUnauthorized else { throw RequestError.cancelled }
                 return lastUnauthorized
+            case .fail(let error, let retryAfter):
+                throw TokenUnavailableError(underlying: error.error, retryAfter: retryAfter)
             case .send(let next):
                 token = next
             }
@@ -217,6 +276,21 @@ public struct TokenRequestStatusError: Error, Hashable, Sendable, CustomStringCo
     /// The token request's status.
     public var status: HTTPResponse.Status
     public var description: String { "the token request failed with HTTP \(status.code) \(status.reasonPhrase)" }
+}
+
+/// Thrown by a covered request that was not sent because a token flow gave up less than
+/// ``OAuth2Authenticator/GiveUpBackoff`` ago (or gave up while it waited to go out).
+public struct TokenUnavailableError: Error, Sendable, CustomStringConvertible {
+    /// Why the token flow gave up: the error of its last token request
+    /// (``OAuth2Authenticator/TokenFailure/error``).
+    public var underlying: any Error
+    /// How long from when the request was refused until a request may start a token flow again.
+    public var retryAfter: Duration
+
+    public var description: String {
+        let seconds = Double(retryAfter.components.seconds) + Double(retryAfter.components.attoseconds) / 1e18
+        return "no token: the token request failed (\(underlying)); no new token request for \(String(format: "%.1f", seconds)) s"
+    }
 }
 
 /// A compiled regular expression shared across threads.

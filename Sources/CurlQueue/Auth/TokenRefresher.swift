@@ -10,8 +10,8 @@ final class TokenRefresher: Sendable {
         case token(String)
         /// Failed; try the token request again.
         case retry
-        /// Failed; give up this flow.
-        case giveUp
+        /// Failed with this error; give up this flow.
+        case giveUp(any Error)
     }
 
     typealias Release = StateMachine.Release
@@ -25,9 +25,17 @@ final class TokenRefresher: Sendable {
     private let state: Locked<State>
     /// Makes one token request (attempt 1, 2, … of a flow). Never called with the lock held.
     private let fetchToken: @Sendable (_ attempt: Int) async -> FetchOutcome
+    /// The time backoffs are measured on (tests set it).
+    private let now: @Sendable () -> ContinuousClock.Instant
 
-    init(token: String?, fetchToken: @escaping @Sendable (_ attempt: Int) async -> FetchOutcome) {
-        state = Locked(State(machine: StateMachine(token: token)))
+    init(
+        token: String?,
+        backoff: StateMachine.Backoff = StateMachine.Backoff(initial: .zero, maximum: .zero),
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
+        fetchToken: @escaping @Sendable (_ attempt: Int) async -> FetchOutcome
+    ) {
+        state = Locked(State(machine: StateMachine(token: token, backoff: backoff)))
+        self.now = now
         self.fetchToken = fetchToken
     }
 
@@ -46,12 +54,15 @@ final class TokenRefresher: Sendable {
         }
     }
 
-    /// The token request `id` goes out with: at once, or when the running token request ends.
+    /// The token request `id` goes out with: at once, or when the running token request ends;
+    /// or `.fail` when a flow gave up and its backoff has not passed.
     func tokenForSending(_ id: UInt64) async -> Release {
-        await hold(id) { machine in
-            switch machine.willSend(id) {
+        let time = now()
+        return await hold(id) { machine in
+            switch machine.willSend(id, now: time) {
             case .send(let token): return (.send(token: token), false)
             case .hold: return (nil, false)
+            case .fail(let error, let retryAfter): return (.fail(error, retryAfter: retryAfter), false)
             }
         }
     }
@@ -60,8 +71,9 @@ final class TokenRefresher: Sendable {
     /// with a newer token, or end with its 401 (`.giveUp`). Starts the token request if none
     /// runs.
     func tokenAfterUnauthorized(_ id: UInt64, sentToken: String?) async -> Release {
-        await hold(id) { machine in
-            switch machine.unauthorized(id, sentToken: sentToken) {
+        let time = now()
+        return await hold(id) { machine in
+            switch machine.unauthorized(id, sentToken: sentToken, now: time) {
             case .resend(let token): return (.send(token: token), false)
             case .hold: return (nil, false)
             case .holdAndRequestToken: return (nil, true)
@@ -104,13 +116,14 @@ final class TokenRefresher: Sendable {
         var attempt = attempt
         while true {
             let outcome = await fetchToken(attempt)
+            let time = now()
             let released: [(CheckedContinuation<Release, Never>, Release)]? = state.withLock { state in
                 let releases: [(UInt64, Release)]
                 switch outcome {
                 case .token(let token):
                     releases = state.machine.tokenReceived(token)
-                case .giveUp:
-                    releases = state.machine.tokenFailedGivingUp()
+                case .giveUp(let error):
+                    releases = state.machine.tokenFailedGivingUp(error, now: time)
                 case .retry:
                     guard let next = state.machine.tokenFailedRetrying() else { return [] }
                     attempt = next
