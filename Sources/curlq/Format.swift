@@ -1,3 +1,4 @@
+import CurlQueue
 import Foundation
 
 /// Numbers and text as the display, the log lines and the summary show them.
@@ -32,14 +33,12 @@ enum Format {
         return String(format: "%d:%02d:%02d", whole / 3600, whole / 60 % 60, whole % 60)
     }
 
-    /// `url` as the display, the log lines and the summary show it: a password in it (sent as
-    /// Basic credentials) replaced by `REDACTED`, as standard error ends up in terminals and
-    /// CI logs. The JSON report keeps URLs as they were given.
+    /// `url` as the display, the log lines and the summary show it: its userinfo (sent as
+    /// Basic credentials, often a token itself) and the values of secret query parameters
+    /// replaced by `REDACTED` (``SecretRedactor/standard``, as the library's logs), as standard
+    /// error ends up in terminals and CI logs. The JSON report keeps URLs as they were given.
     static func url(_ url: URL) -> String {
-        guard url.password != nil, var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
-              components.percentEncodedPassword != nil else { return url.absoluteString }
-        components.percentEncodedPassword = "REDACTED"
-        return components.string ?? url.absoluteString
+        SecretRedactor.standard.redact(url)
     }
 
     /// `text` with control characters (which could move the cursor or change colours on a

@@ -97,3 +97,124 @@ struct CapturingLogHandler: LogHandler {
         #expect(!lines.value.joined().contains("PW"))
     }
 }
+
+/// What looks secret is redacted in every log line the library writes, by one redactor.
+@Suite struct SecretRedactionTests {
+    @Test func theWordRuleHidesSecretLookingNamesAndKeepsBenignOnes() {
+        let redactor = SecretRedactor.standard
+        for name in ["X-Api-Key", "x-api-key", "apikey", "apiKey", "API_KEY", "keys", "X-Auth-Token", "private_token",
+                     "access_token", "accessToken", "csrftoken", "client_secret", "Authorization", "Proxy-Authorization",
+                     "X-Authorization", "oauth_token", "auth", "session", "JSESSIONID", "PHPSESSID", "ASP.NET_SessionId",
+                     "password", "db_passwords", "passwd", "pwd", "X-Amz-Signature", "X-Amz-Security-Token",
+                     "X-Amz-Credential", "sig", "code", "Cookie", "Set-Cookie", "monkey"] {
+            #expect(redactor.isSecret(name), "\(name) is shown")
+        }
+        // A word that only starts with a secret word is not one.
+        for name in ["Accept-Language", "page", "keyboard", "keyword", "author", "tokenizer", "Content-Type",
+                     "X-Request-Id", "WWW-Authenticate", "zipcode", "country_code", "secretary"] {
+            #expect(!redactor.isSecret(name), "\(name) is hidden")
+        }
+    }
+
+    @Test func namesCanBeAddedAndRemoved() {
+        let redactor = SecretRedactor.standard.redacting(["page", "X-Tenant"]).keeping(["monkey", "code"])
+        #expect(redactor.isSecret("PAGE"))
+        #expect(redactor.isSecret("x-tenant"))
+        #expect(!redactor.isSecret("Monkey"))
+        #expect(!redactor.isSecret("code"))
+        #expect(redactor.isSecret("X-Api-Key"))
+        #expect(!SecretRedactor(words: ["token"], names: []).isSecret("X-Api-Key"))
+    }
+
+    @Test func urlsLoseTheirUserinfoAndSecretQueryAndFragmentValues() {
+        let redactor = SecretRedactor.standard
+        #expect(redactor.redact(URL(string: "https://TOKEN@example.org/x")!) == "https://REDACTED@example.org/x")
+        #expect(redactor.redact(URL(string: "https://ann:PW@example.org/x")!) == "https://REDACTED:REDACTED@example.org/x")
+        #expect(redactor.redact(URL(string: "https://example.org/x?private_token=T&page=2&keyword=a+b")!)
+                == "https://example.org/x?private_token=REDACTED&page=2&keyword=a+b")
+        #expect(redactor.redact(URL(string: "https://example.org/cb#access_token=T&state=s")!)
+                == "https://example.org/cb#access_token=REDACTED&state=s")
+        #expect(redactor.redact(URL(string: "https://example.org/doc#section-2")!) == "https://example.org/doc#section-2")
+        #expect(redactor.redact(URL(string: "https://example.org/plain")!) == "https://example.org/plain")
+    }
+
+    /// The cases, through the middleware to the fixture server, with the log captured.
+    @Test func theMiddlewareRedactsApiKeysAuthTokensQueryTokensAndUserinfo() async throws {
+        try await withServer { (server) async throws in
+            let lines = Box<[String]>([])
+            let logger = Logger(label: "test") { _ in CapturingLogHandler(lines: lines) }
+            let middleware = LoggingMiddleware(logger: logger)
+            let queue = RequestQueue()
+            var request = Request(url: URL(string: "http://USER-TOKEN@127.0.0.1:\(server.port)/echo?private_token=QUERY-TOKEN&page=2&keyword=shoes#access_token=FRAGMENT-TOKEN")!)
+            request.headerFields[HTTPField.Name("X-Api-Key")!] = "API-KEY-SECRET"
+            request.headerFields[HTTPField.Name("X-Auth-Token")!] = "AUTH-TOKEN-SECRET"
+            request.headerFields[.acceptLanguage] = "fr-CH"
+            request.headerFields[HTTPField.Name("X-Keyboard")!] = "qwertz"
+            let response = try await middleware.intercept(request) { try await queue.response(for: $0) }
+            #expect(response.status == .ok)
+            let log = lines.value.joined(separator: "\n")
+            for secret in ["USER-TOKEN", "QUERY-TOKEN", "FRAGMENT-TOKEN", "API-KEY-SECRET", "AUTH-TOKEN-SECRET"] {
+                #expect(!log.contains(secret), "\(secret) leaked into the log:\n\(log)")
+            }
+            #expect(log.contains("→ GET http://REDACTED@127.0.0.1:\(server.port)/echo?private_token=REDACTED&page=2&keyword=shoes#access_token=REDACTED"), "\(log)")
+            #expect(log.contains("X-Api-Key: <redacted>"))
+            #expect(log.contains("X-Auth-Token: <redacted>"))
+            #expect(log.contains("Accept-Language: fr-CH"))
+            #expect(log.contains("X-Keyboard: qwertz"))
+        }
+    }
+
+    @Test func theMiddlewaresRedactorCanKeepAndAddNames() async throws {
+        try await withServer { (server) async throws in
+            let lines = Box<[String]>([])
+            let logger = Logger(label: "test") { _ in CapturingLogHandler(lines: lines) }
+            let middleware = LoggingMiddleware(logger: logger, redactor: .standard.keeping(["X-Api-Key"]).redacting(["page"]))
+            let queue = RequestQueue()
+            var request = Request(url: server.url("/echo?page=PAGE-VALUE&token=T"))
+            request.headerFields[HTTPField.Name("X-Api-Key")!] = "public-demo-key"
+            request.headerFields[.authorization] = "Bearer ALWAYS-HIDDEN"
+            _ = try await middleware.intercept(request) { try await queue.response(for: $0) }
+            let log = lines.value.joined(separator: "\n")
+            #expect(log.contains("X-Api-Key: public-demo-key"))
+            #expect(log.contains("page=REDACTED&token=REDACTED"), "\(log)")
+            #expect(!log.contains("ALWAYS-HIDDEN"))
+        }
+    }
+
+    /// The library's own warning for a request with TLS verification off showed the whole URL.
+    @Test func theInsecureTLSWarningShowsNoSecret() throws {
+        let sink = LibraryLogCapture.shared
+        let marker = UUID().uuidString
+        var request = Request(url: URL(string: "https://USER-TOKEN@127.0.0.1:1/\(marker)?private_token=QUERY-TOKEN&page=2")!)
+        request.tls.insecureSkipsVerificationForLocalTestingOnly = true
+        _ = RequestOperation(request: request)
+        let lines = sink.lines.value.filter { $0.contains(marker) }
+        #expect(lines.count == 1, "\(sink.lines.value)")
+        let line = try #require(lines.first)
+        #expect(line.contains("TLS verification is off"))
+        #expect(line.contains("url=https://REDACTED@127.0.0.1:1/\(marker)?private_token=REDACTED&page=2"), "\(line)")
+        #expect(!line.contains("USER-TOKEN") && !line.contains("QUERY-TOKEN"))
+    }
+
+    @Test func errorDescriptionsUseTheSameRedaction() {
+        let url = URL(string: "https://USER-TOKEN@example.org/f?X-Api-Key=KEY-SECRET&page=2")!
+        let description = HTTPClientError.notCached(url).description
+        #expect(description.contains(SecretRedactor.standard.redact(url)))
+        #expect(!description.contains("USER-TOKEN") && !description.contains("KEY-SECRET"))
+    }
+}
+
+/// Captures the library's own log (label `CurlQueue`) in memory: the process's logging system
+/// is bootstrapped once, the first time, sending other labels to standard error as before.
+final class LibraryLogCapture: Sendable {
+    static let shared = LibraryLogCapture()
+    let lines = Box<[String]>([])
+
+    private init() {
+        let lines = lines
+        LoggingSystem.bootstrap { label in
+            guard label == "CurlQueue" else { return StreamLogHandler.standardError(label: label) }
+            return CapturingLogHandler(lines: lines)
+        }
+    }
+}

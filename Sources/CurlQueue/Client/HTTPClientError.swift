@@ -39,8 +39,8 @@ public enum HTTPClientError: Error, CustomStringConvertible {
         return nil
     }
 
-    /// A one-line account of the error, for logs and users. URLs in it show no password and
-    /// no value of a query parameter ``LoggingMiddleware/defaultRedactedQueryNames`` lists.
+    /// A one-line account of the error, for logs and users. URLs in it are redacted by
+    /// ``SecretRedactor/standard``: no userinfo, no value of a secret query parameter.
     public var description: String {
         switch self {
         case .invalidPath(let path, let reason):

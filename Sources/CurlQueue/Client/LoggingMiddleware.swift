@@ -9,13 +9,17 @@ public import Logging
 /// metadata `method`, `url`, `status`, `duration_ms`, `request_bytes`, `response_bytes`
 /// and the header fields. Bodies are never logged.
 ///
-/// Redacted (a field value shown as `<redacted>`, a query value or password as `REDACTED`): the values of `Authorization`, `Proxy-Authorization`,
-/// `Cookie` and `Set-Cookie` and of any field in `redactedHeaderNames`; the values of query
-/// parameters whose name is in `redactedQueryNames` (compared without case); a password in
-/// the URL. As it sits at its place in the stack, put it last (after auth middleware) to log
-/// what goes on the wire.
+/// Redacted by its ``SecretRedactor`` (a field value shown as `<redacted>`, a query value and
+/// the URL's userinfo as `REDACTED`): every field and query parameter whose name looks secret
+/// (`X-Api-Key`, `X-Auth-Token`, `private_token`, `client_secret`, …: see ``SecretRedactor``
+/// for the rule), all of the userinfo (`https://TOKEN@host/`), secret pairs in the fragment;
+/// and always `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie` and the names in
+/// `redactedHeaderNames` and `redactedQueryNames`. The error text of a failed call is the
+/// error's description, which redacts URLs the same way. As it sits at its place in the stack,
+/// put it last (after auth middleware) to log what goes on the wire.
 public struct LoggingMiddleware: HTTPClientMiddleware {
-    /// The query parameter names redacted by default.
+    /// Query parameter names redacted before ``SecretRedactor`` existed; its standard
+    /// redactor hides all of them (and more), so they need not be passed.
     public static let defaultRedactedQueryNames: Set<String> = [
         "token", "access_token", "refresh_token", "id_token", "api_key", "apikey", "key", "secret",
         "client_secret", "password", "passwd", "signature", "sig", "auth", "code", "session",
@@ -26,26 +30,30 @@ public struct LoggingMiddleware: HTTPClientMiddleware {
     let logger: Logger
     let level: Logger.Level
     let failureLevel: Logger.Level
-    let redactedHeaderNames: Set<HTTPField.Name>
-    let redactedQueryNames: Set<String>
+    let redactor: SecretRedactor
 
     /// Creates the middleware.
     /// - Parameters:
     ///   - logger: Where entries go.
     ///   - level: The level of the request and response entries.
     ///   - failureLevel: The level of the entry for a call that got no response.
-    ///   - redactedHeaderNames: Fields whose values are hidden, besides the four always hidden.
-    ///   - redactedQueryNames: Query parameters whose values are hidden.
+    ///   - redactor: Which field and query values are hidden (``SecretRedactor/standard``
+    ///     by default); make one with ``SecretRedactor/redacting(_:)`` or
+    ///     ``SecretRedactor/keeping(_:)`` to add or remove names.
+    ///   - redactedHeaderNames: Fields whose values are hidden too, whatever `redactor` says,
+    ///     besides the four always hidden.
+    ///   - redactedQueryNames: Query parameters whose values are hidden too.
     public init(
         logger: Logger, level: Logger.Level = .info, failureLevel: Logger.Level = .warning,
+        redactor: SecretRedactor = .standard,
         redactedHeaderNames: Set<HTTPField.Name> = [],
-        redactedQueryNames: Set<String> = LoggingMiddleware.defaultRedactedQueryNames
+        redactedQueryNames: Set<String> = []
     ) {
         self.logger = logger
         self.level = level
         self.failureLevel = failureLevel
-        self.redactedHeaderNames = redactedHeaderNames.union([.authorization, .proxyAuthorization, .cookie, .setCookie])
-        self.redactedQueryNames = Set(redactedQueryNames.map { $0.lowercased() })
+        let alwaysHidden: Set<HTTPField.Name> = [.authorization, .proxyAuthorization, .cookie, .setCookie]
+        self.redactor = redactor.redacting(redactedQueryNames).redacting(redactedHeaderNames.union(alwaysHidden).map(\.canonicalName))
     }
 
     public func intercept(_ request: Request, next: (Request) async throws -> Response) async throws -> Response {
@@ -81,29 +89,16 @@ public struct LoggingMiddleware: HTTPClientMiddleware {
     }
 
     private func fields(_ fields: HTTPFields) -> Logger.MetadataValue {
-        .array(fields.map { field in
-            .string("\(field.name.rawName): \(redactedHeaderNames.contains(field.name) ? "<redacted>" : field.value)")
-        })
+        .array(redactor.redact(fields).map { .string($0) })
     }
 
-    /// The URL with redacted query values and without a password.
+    /// The URL as this middleware logs it.
     func redacted(_ url: URL) -> String {
-        Self.redacted(url, queryNames: redactedQueryNames)
+        redactor.redact(url)
     }
 
-    /// `url` with the values of the query parameters named in `queryNames` (lowercased) and
-    /// any password replaced by `REDACTED`: what logs and error descriptions may show.
-    static func redacted(_ url: URL, queryNames: Set<String> = defaultRedactedQueryNames) -> String {
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "<unparsable URL>" }
-        if components.password != nil { components.password = "REDACTED" }
-        if let query = components.percentEncodedQuery {
-            components.percentEncodedQuery = query.split(separator: "&", omittingEmptySubsequences: false).map { pair in
-                guard let equals = pair.firstIndex(of: "=") else { return String(pair) }
-                let name = pair[..<equals].removingPercentEncoding ?? String(pair[..<equals])
-                let plainName = name.replacingOccurrences(of: "+", with: " ").lowercased()
-                return queryNames.contains(plainName) ? "\(pair[..<equals])=REDACTED" : String(pair)
-            }.joined(separator: "&")
-        }
-        return components.string ?? "<unparsable URL>"
+    /// `url` as error descriptions show it: ``SecretRedactor/standard``'s redaction.
+    static func redacted(_ url: URL) -> String {
+        SecretRedactor.standard.redact(url)
     }
 }

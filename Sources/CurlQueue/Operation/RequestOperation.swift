@@ -95,7 +95,7 @@ public final class RequestOperation: Sendable {
         self.state = Locked(State())
         if request.tls.insecureSkipsVerificationForLocalTestingOnly {
             logger.warning("TLS verification is off for this request (insecureSkipsVerificationForLocalTestingOnly)",
-                           metadata: ["url": "\(request.url)"])
+                           metadata: ["url": "\(SecretRedactor.standard.redact(request.url))"])
         }
     }
 
@@ -294,7 +294,7 @@ public final class RequestOperation: Sendable {
             return state.machine.retryTimerFired(attempt: attempt, handle: transfer)
         }
         if case .startTransfer = action {
-            logger.debug("retrying", metadata: ["url": "\(request.url)", "attempt": "\(attempt + 1)"])
+            logger.debug("retrying", metadata: ["url": "\(SecretRedactor.standard.redact(request.url))", "attempt": "\(attempt + 1)"])
         }
         perform(action)
     }
@@ -491,7 +491,10 @@ public enum RequestOperationError: Error, Hashable, Sendable {
     case alreadyStarted
 }
 
-let logger = Logger(label: "CurlQueue")
+/// The library's own log (label `CurlQueue`: the insecure-TLS warning, retries). Made at each
+/// use, which is rare, so that a logging system bootstrapped after the first use gets the
+/// entries too. URLs in its entries go through ``SecretRedactor/standard``.
+var logger: Logger { Logger(label: "CurlQueue") }
 
 /// An immutable value on the heap, for rarely set state kept out of a struct's inline size.
 final class Box<Value: Sendable>: Sendable {
