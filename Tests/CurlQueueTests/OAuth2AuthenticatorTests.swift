@@ -184,7 +184,9 @@ import Testing
                     return .giveUp
                 },
                 queue: RequestQueue(),
-                tokenRequestTimeout: .milliseconds(300))
+                // Long enough for the token request to reach the server on a loaded machine
+                // (300 ms was not, once, in the parallel suite: the check below saw none).
+                tokenRequestTimeout: .seconds(2))
             #expect(OAuth2Authenticator.defaultTokenRequestTimeout == .seconds(30))
             let queue = RequestQueue()
             async let held = auth.authorize(Request(url: server.url("/auth/protected/hung?n=1"))) { try await queue.response(for: $0) }
