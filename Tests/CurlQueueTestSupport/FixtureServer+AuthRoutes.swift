@@ -10,7 +10,7 @@ import NIOHTTP1
 ///   `garbage=1` answers every request 200 with a body that is not JSON.
 /// - `/auth/protected/REALM`: 200 "ok REALM" if the request carries the realm's latest token
 ///   as `Authorization: Bearer REALM-N`, else 401 with `WWW-Authenticate: Bearer`. Fetching a
-///   new token therefore expires the old one.
+///   new token therefore expires the old one. `cc=TEXT` adds `Cache-Control: TEXT` to the 200.
 ///
 /// Hits are counted under `token-REALM`, `issued-REALM` (successful token answers) and
 /// `protected-REALM` (``FixtureServer/hits(_:)``).
@@ -40,7 +40,8 @@ extension Routes {
             _ = state.recordFlakyHit("protected-\(realm)")
             let issued = state.flakyHitCount("issued-\(realm)")
             if issued > 0, headers.first(name: "authorization") == "Bearer \(realm)-\(issued)" {
-                return .fixed(.text(.ok, "ok \(realm)"))
+                let cacheControl: HTTPHeaders = target.query["cc"].map { ["Cache-Control": $0] } ?? [:]
+                return .fixed(.text(.ok, "ok \(realm)", headers: cacheControl))
             }
             return .fixed(.text(.unauthorized, "unauthorized", headers: ["WWW-Authenticate": "Bearer"]))
         default:

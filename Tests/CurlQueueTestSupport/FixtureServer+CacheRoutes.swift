@@ -12,8 +12,11 @@ import NIOHTTP1
 /// - `expires=S`: `Date` (now) and `Expires` S seconds after it; `expires=bad`: `Expires: 0`.
 /// - `age=TEXT`: `Age: TEXT`, as it is (a test may send a malformed or huge one).
 ///   Only this option sends `Date`, so that tests may judge freshness by a clock of their own.
-/// - `vary=NAME`: `Vary: NAME`, and the body ends with ` NAME=<the request's value>`.
+/// - `vary=NAME`: `Vary: NAME`, and the body ends with ` NAME=<the request's value>` (not
+///   with `quietVary=1`, for a value that must not be in the body).
 /// - `status=S`: that status instead of 200.
+/// - `setCookie=V`: `Set-Cookie: V`.
+/// - `cc304=TEXT`, `setCookie304=V`: that `Cache-Control` or `Set-Cookie` on a 304 only.
 extension Routes {
     static let cacheLastModified = "Tue, 14 Nov 2023 22:13:20 GMT"
 
@@ -28,6 +31,7 @@ extension Routes {
             fields.add(name: "Expires", value: Int(expires).map { HTTPDate.imfFixdate(secondsSince1970: now + $0) } ?? "0")
         }
         if let age = target.query["age"] { fields.add(name: "Age", value: age) }
+        if let cookie = target.query["setCookie"] { fields.add(name: "Set-Cookie", value: cookie) }
         var notModified = false
         if let eTag = target.query["etag"] {
             fields.add(name: "ETag", value: "\"\(eTag)\"")
@@ -40,9 +44,11 @@ extension Routes {
         var suffix = ""
         if let vary = target.query["vary"] {
             fields.add(name: "Vary", value: vary)
-            suffix = " \(vary)=\(headers.first(name: vary) ?? "")"
+            suffix = target.flag("quietVary") ? "" : " \(vary)=\(headers.first(name: vary) ?? "")"
         }
         if notModified {
+            if let control = target.query["cc304"] { fields.add(name: "Cache-Control", value: control) }
+            if let cookie = target.query["setCookie304"] { fields.add(name: "Set-Cookie", value: cookie) }
             return .fixed(FixedResponse(status: .notModified, headers: fields, body: ByteBuffer()))
         }
         let served = state.recordFlakyHit("cache-body-\(id)")

@@ -22,6 +22,11 @@ import Testing
         return folder
     }
 
+    /// The files in a disk store's folder, less the one that holds its partition secret.
+    func entryFiles(_ folder: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0 != DiskCacheStore.partitionSecretFileName }
+    }
+
     @Test func memoryStoreEvictsTheLeastRecentlyUsedPastItsLimit() {
         let one = response(String(repeating: "a", count: 1000))
         let store = MemoryCacheStore(byteLimit: 3 * (one.byteCost + 10))
@@ -86,7 +91,7 @@ import Testing
         #expect(reopened.cachedResponse(forKey: "GET https://example.com/a") == stored)
         #expect(reopened.cachedResponse(forKey: "GET https://example.com/b") == nil)
         // Files are the owner's only.
-        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: folder.path).first)
+        let name = try #require(try entryFiles(folder).first)
         let attributes = try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
     }
@@ -153,7 +158,7 @@ import Testing
         #expect(store.cachedResponse(forKey: "1") != nil)
         #expect(store.cachedResponse(forKey: "4") != nil)
         #expect(store.byteCount <= 35_000)
-        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        let names = try entryFiles(folder)
         #expect(names.allSatisfy { $0.hasSuffix(".cache") })
         let onDisk = try names.reduce(Int64(0)) { total, name in
             let size = try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)[.size] as? Int64
@@ -161,7 +166,7 @@ import Testing
         }
         #expect(onDisk == store.byteCount)
         store.removeAll()
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        #expect(try entryFiles(folder).isEmpty)
     }
 
     @Test func aDiskEntryThatFitsTheLimitButNot90PercentOfItIsKept() throws {
@@ -177,7 +182,7 @@ import Testing
         #expect(store.cachedResponse(forKey: "small") == nil)
         #expect(store.count == 1)
         #expect(store.byteCount <= 20_000)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).count == 1)
+        #expect(try entryFiles(folder).count == 1)
     }
 
     @Test func hostileKeysStayInsideTheFolder() throws {
@@ -190,7 +195,7 @@ import Testing
             #expect(store.cachedResponse(forKey: key)?.body == Data("v".utf8))
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path) == ["cache"])
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).count == 5)
+        #expect(try entryFiles(folder).count == 5)
     }
 
     @Test func concurrentUseOfOneDiskStoreNeverReturnsAMixedEntry() async throws {

@@ -1,6 +1,6 @@
 import HTTPTypes
 
-/// The directives of `Cache-Control` fields that a private cache acts on (RFC 9111 §5.2).
+/// The directives of `Cache-Control` fields that the cache acts on (RFC 9111 §5.2).
 ///
 /// Every `Cache-Control` line counts, directives are separated by commas outside quoted
 /// strings, and names are case-insensitive. A `max-age` that is not a number counts as 0
@@ -15,6 +15,12 @@ struct CacheControl: Equatable {
     var noCache = false
     var mustRevalidate = false
     var onlyIfCached = false
+    /// `public`: a shared cache may store it even for a request with `Authorization`.
+    var isPublic = false
+    /// `private` (with or without field names): a shared cache must not store it.
+    var isPrivate = false
+    /// `s-maxage`: a shared cache's freshness lifetime, replacing `max-age`.
+    var sharedMaxAge: Int?
 
     init() {}
 
@@ -37,6 +43,9 @@ struct CacheControl: Equatable {
         case "no-cache": noCache = true
         case "must-revalidate", "proxy-revalidate": mustRevalidate = true
         case "only-if-cached": onlyIfCached = true
+        case "public": isPublic = true
+        case "private": isPrivate = true
+        case "s-maxage": sharedMaxAge = Self.smaller(sharedMaxAge, Self.seconds(value))
         default: break
         }
     }

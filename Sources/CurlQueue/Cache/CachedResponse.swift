@@ -66,4 +66,17 @@ public protocol ResponseCacheStore: Sendable {
     func removeCachedResponse(forKey key: String)
     /// Removes every entry.
     func removeAll()
+    /// A random secret of this store's (at least 16 bytes) that a ``ResponseCache`` hashes a
+    /// request's credentials with (HMAC-SHA-256) to make the keys of its entries: keys hold
+    /// that hash, never a credential, and an entry is found again only with the same secret.
+    ///
+    /// The default is random per process, so a store that persists its entries finds the
+    /// ones stored for credentials again only within one run (entries of requests without
+    /// credentials do not depend on it); ``DiskCacheStore`` keeps its own in its folder.
+    var partitionSecret: [UInt8] { get }
+}
+
+extension ResponseCacheStore {
+    /// Random, one per process (``ResponseCacheStore/partitionSecret``).
+    public var partitionSecret: [UInt8] { CachePartition.processSecret }
 }

@@ -3,15 +3,19 @@ import HTTPTypes
 
 /// The file format of a ``DiskCacheStore`` entry:
 ///
-///     CQCACHE2 <SHA-256 of everything after this line, 64 hex digits>\n
+///     CQCACHE3 <SHA-256 of everything after this line, 64 hex digits>\n
 ///     {one line of JSON: the key, status, fields, times and body length}\n
 ///     body bytes
+///
+/// Version 3 (`CQCACHE3`) came with keys that hold a keyed hash of the request's credentials
+/// instead of nothing: a file of an older version is a miss (and is removed), never read as
+/// an answer for anyone.
 ///
 /// Decoding checks everything it can: the magic, the digest (so a changed byte anywhere, in
 /// the metadata as in the body, is caught), the JSON, the key, that the status and the field
 /// names are valid, and the body's length. Any mismatch is `nil`.
 enum DiskCacheEntry {
-    static let magic = Data("CQCACHE2 ".utf8)
+    static let magic = Data("CQCACHE3 ".utf8)
     static let digestLength = 64
 
     private struct Metadata: Codable {

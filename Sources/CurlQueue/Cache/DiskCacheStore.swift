@@ -17,6 +17,15 @@ import Musl
 /// - File names are hashes of the keys: no key, however hostile, names a path outside the
 ///   folder.
 /// - Files are created readable by their owner only (0600), the folder 0700 when created.
+/// - What is written: per entry, the key (the method, the URL without user and password, and
+///   for a request with credentials their HMAC-SHA-256 with the store's secret), the
+///   response's status, header fields (never a `Set-Cookie`) and body, its times, and the
+///   request's values of the fields its `Vary` names (credential fields left out). No
+///   credential is written in clear. The secret, 32 random bytes, is the file
+///   ``partitionSecretFileName`` (0600); someone who can read the folder can read the cached
+///   bodies, and test guesses of a credential against the keys, so keep the folder private.
+///   A new secret (the file removed or damaged) makes every entry stored for credentials a
+///   miss.
 ///
 /// Safe to use from any thread of one process. Two processes may share a folder without
 /// damage, but each keeps its own view of the folder's size.
@@ -27,6 +36,13 @@ public final class DiskCacheStore: ResponseCacheStore {
     /// used entries until the files fit in 90% of it. The entry being stored is never one of
     /// them: one that fits the limit on its own is kept, if need be alone.
     public let byteLimit: Int64
+
+    /// The store's random secret (``ResponseCacheStore/partitionSecret``), kept in the folder
+    /// so that entries stored for credentials are found again after a restart.
+    public let partitionSecret: [UInt8]
+
+    /// The name of the file in the folder that holds ``partitionSecret``.
+    public static let partitionSecretFileName = "partition-secret"
 
     private let index: Locked<Index>
 
@@ -39,12 +55,14 @@ public final class DiskCacheStore: ResponseCacheStore {
     /// Opens (creating it if needed) a store in `folder`, holding at most `byteLimit` bytes.
     ///
     /// Entries already in the folder are kept, least recently used first by their files'
-    /// modification times. Temporary files left by an interrupted write are removed.
+    /// modification times. Temporary files left by an interrupted write are removed. Throws
+    /// if the folder cannot be created or read, or its ``partitionSecret`` cannot be written.
     public init(folder: URL, byteLimit: Int64 = 256 * 1024 * 1024) throws {
         self.folder = folder
         self.byteLimit = max(0, byteLimit)
         try FileManager.default.createDirectory(
             at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        partitionSecret = try Self.loadOrCreateSecret(in: folder)
         var found: [(name: String, size: Int64, modified: Double)] = []
         for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) {
             let path = folder.appendingPathComponent(name).path
@@ -155,6 +173,26 @@ public final class DiskCacheStore: ResponseCacheStore {
             return victims
         }
         for name in victims { unlink(folder.appendingPathComponent(name).path) }
+    }
+
+    /// The secret in the folder, or a new one written there (0600) if there is none or it is
+    /// damaged. Two processes opening a new folder at once agree on one: the file is linked
+    /// into place only if absent, and then read back.
+    private static func loadOrCreateSecret(in folder: URL) throws -> [UInt8] {
+        let path = folder.appendingPathComponent(partitionSecretFileName).path
+        if let data = PrivateFile.contents(at: path, maxSize: 64), data.count == 32 { return Array(data) }
+        let fresh = Data(CachePartition.randomSecret())
+        let temporary = folder.appendingPathComponent(temporaryPrefix + UUID().uuidString).path
+        guard PrivateFile.replace(at: temporary, with: fresh) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
+        defer { unlink(temporary) }
+        if link(temporary, path) != 0 {
+            // Another process made one first, or a damaged one is in the way.
+            if let data = PrivateFile.contents(at: path, maxSize: 64), data.count == 32 { return Array(data) }
+            guard rename(temporary, path) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
+        }
+        return Array(fresh)
     }
 
     static let fileSuffix = ".cache"

@@ -8,6 +8,9 @@ public final class MemoryCacheStore: ResponseCacheStore {
     /// The most bytes (bodies plus header fields, roughly) the store holds.
     public let byteLimit: Int
 
+    /// Random, one per store (``ResponseCacheStore/partitionSecret``).
+    public let partitionSecret = CachePartition.randomSecret()
+
     /// Creates an empty store that holds at most `byteLimit` bytes.
     public init(byteLimit: Int = 32 * 1024 * 1024) {
         self.byteLimit = max(0, byteLimit)

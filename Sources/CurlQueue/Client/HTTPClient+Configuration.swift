@@ -19,7 +19,10 @@ extension HTTPClient {
         /// ``HTTPClient/Defaults/timeouts``.
         public var timeouts: Request.Timeouts?
         /// The response cache the client answers from and stores in; `nil` (the default) caches
-        /// nothing. See docs/caching.md.
+        /// nothing. It sits below the middleware: its entries are kept apart by the credentials
+        /// the request carries after them (a token middleware's or OAuth2's), so clients that
+        /// share a cache, or a client whose token changes, never get each other's responses.
+        /// See docs/caching.md.
         public var responseCache: ResponseCache?
         /// How requests that do not set their own use the ``responseCache``; `nil` uses
         /// ``HTTPClient/Defaults/cachePolicy``.
