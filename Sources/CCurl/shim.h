@@ -76,6 +76,18 @@ static inline CURLcode ccurl_easy_getinfo_string(CURL *handle, CURLINFO info, ch
     return curl_easy_getinfo(handle, info, value);
 }
 
+static inline CURLcode ccurl_easy_getinfo_socket(CURL *handle, CURLINFO info, curl_socket_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+// Whether a connection's socket has bytes waiting to be read, without taking them (or an end
+// of stream, or an error: those are libcurl's to find). An idle HTTP/1 connection has none
+// before a request goes out on it: bytes there belong to no response of ours.
+static inline int ccurl_socket_has_bytes_waiting(curl_socket_t socket) {
+    char byte;
+    return recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 static inline CURLcode ccurl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
     return curl_easy_getinfo(handle, info, value);
 }

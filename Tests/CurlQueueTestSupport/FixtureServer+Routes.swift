@@ -29,6 +29,9 @@ enum ResponsePlan {
     /// same connection: what a server that sent more than it announced leaves behind, without
     /// the race of when those bytes reach the client.
     case leaveBehind(FixedResponse, leftover: ByteBuffer)
+    /// Answer `response` (keep-alive) and write `surplus` right after its body, in the same
+    /// flush: a server that sent more than its `Content-Length` announced.
+    case withSurplus(FixedResponse, surplus: ByteBuffer)
 }
 
 /// A response with a body known up front.
@@ -128,6 +131,8 @@ enum Routes {
         case ("leftover", 1):
             let bytes = target.query["bytes"] ?? "HELLO THERE\r\n"
             return .leaveBehind(.text(.ok, "ok"), leftover: ByteBuffer(string: bytes))
+        case ("surplus", 1):
+            return .withSurplus(.text(.ok, "ok"), surplus: ByteBuffer(string: surplus(kind: target.query["kind"])))
         case ("raw", 1):
             switch target.query["kind"] {
             case "garbageStatus":
@@ -323,6 +328,13 @@ enum Routes {
     }
 
     // MARK: Small routes
+
+    /// The bytes of `/surplus?kind=K` and ``FixtureServer/writeSurplus(_:onConnection:)``:
+    /// `response` is a complete, well-formed response whose body is `EVIL`; anything else is
+    /// the bare text `EVIL`.
+    static func surplus(kind: String?) -> String {
+        kind == "response" ? "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Type: text/plain\r\n\r\nEVIL" : "EVIL"
+    }
 
     static func redirect(to location: String, code: Int) -> FixedResponse {
         .text(HTTPResponseStatus(statusCode: code), "redirecting to \(location)", headers: ["Location": location])

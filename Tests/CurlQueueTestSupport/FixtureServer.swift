@@ -28,6 +28,7 @@ import NIOPosix
 /// | `GET /lines?count=N` | A chunked NDJSON body, `{"n":i}` one line per write. Options: `gate=NAME` (line i waits for gate `NAME-i`), `interval=MS`, no `count` for a never-ending heartbeat, `pad=K`, `thenClose=1` (close without the last chunk), `id=ID` (``waitUntilClosed(_:)``). |
 /// | `/close-connections` | Closes every other open connection, then `200 "closed N"` (keep-alive). |
 /// | `/leftover?bytes=TEXT` | `200 "ok"` (keep-alive), then TEXT (default `HELLO THERE` and CRLF) written ahead of the next response on that connection, as a server that sent more than it announced leaves it. |
+/// | `/surplus?kind=K` | `200 "ok"` (keep-alive, `Content-Length: 2`) with `Routes.surplus(kind:)` (`response`: a complete response whose body is `EVIL`; otherwise the bare text `EVIL`) after the body in the same write; see also ``writeSurplus(_:onConnection:)``. |
 /// | `/raw?kind=K` | Not HTTP: `garbageStatus` or `midHeaders` (then close), `midHeadersReset` (then RST), `reset` (RST at once). |
 /// | anything else | `404 "not found"` |
 public final class FixtureServer: Sendable {

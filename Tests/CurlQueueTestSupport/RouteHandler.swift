@@ -223,6 +223,8 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .leaveBehind(let response, let bytes):
             leftover = bytes
             sendFixed(response, context: context)
+        case .withSurplus(let response, let surplus):
+            sendWithSurplus(response, surplus: surplus, context: context)
         }
     }
 
@@ -276,6 +278,18 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
         }
         endResponse(context: context)
+    }
+
+    /// Writes `response` (keep-alive) and `surplus` after its end, flushed together: one
+    /// write on the wire, which the client reads with the body.
+    private func sendWithSurplus(_ response: FixedResponse, surplus: ByteBuffer, context: ChannelHandlerContext) {
+        var headers = response.headers
+        headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes))
+        writeHead(status: response.status, headers: headers, context: context)
+        if !isHeadRequest { context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil) }
+        requestCompleted()
+        context.write(wrapOutboundOut(.end(nil)), promise: nil)
+        if writeRaw(surplus, flush: true, context: context) == nil { context.flush() }
     }
 
     // MARK: Gates

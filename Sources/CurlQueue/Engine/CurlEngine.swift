@@ -50,6 +50,9 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     // Engine thread only, and without dynamic exclusivity checks, as for Transfer's state.
     @exclusivity(unchecked) private var idleHandles: [EasyHandle] = []
     @exclusivity(unchecked) private var activeCount = 0
+    /// The sockets of kept HTTP/1 connections, for the check before a request reuses one
+    /// (see ``HTTP1Sockets``).
+    @exclusivity(unchecked) var http1Sockets = HTTP1Sockets()
     @exclusivity(unchecked) private var localCommands: [Command] = []
     /// Handlers to hand to their queues once this turn's transfers are on the wire (see
     /// ``afterThisTurn(on:batched:_:)``).
@@ -340,6 +343,8 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
             _ = ccurl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer)
             guard let pointer else { continue }
             let transfer = Unmanaged<Transfer>.fromOpaque(pointer).takeUnretainedValue()
+            // While the handle is in the multi handle: libcurl gives its socket only then.
+            if code == CURLE_OK { transfer.noteHTTP1Socket(easy) }
             curl_multi_remove_handle(multi, easy)
             let completion = transfer.complete(code: code, errorBuffer: transfer.handle!.errorBuffer)
             release(transfer, keepingOptions: code == CURLE_OK)

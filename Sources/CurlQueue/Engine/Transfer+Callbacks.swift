@@ -55,9 +55,10 @@ let transferSeekCallback: ccurl_seek_callback = { userdata, offset, origin in
     return CURL_SEEKFUNC_OK
 }
 
-let transferPrerequestCallback: ccurl_prereq_callback = { userdata, _, _, _, _ in
+let transferPrerequestCallback: ccurl_prereq_callback = { userdata, peerAddress, _, peerPort, localPort in
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
-    return transfer.requestWillBeSent() ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
+    let goOn = transfer.requestWillBeSent(peerAddress: peerAddress, localPort: Int(localPort), peerPort: Int(peerPort))
+    return goOn ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
 }
 
 let transferProgressCallback: ccurl_xferinfo_callback = { userdata, dltotal, dlnow, ultotal, ulnow in
@@ -71,25 +72,51 @@ extension Transfer {
     /// The shortest interval between two progress reports of one transfer.
     static let progressInterval: UInt64 = 50_000_000
 
-    /// Called (for requests that are not idempotent) before each request of this transfer goes
-    /// out on a connection; returns false to stop it.
+    /// Called before each request of this transfer goes out on a connection, with the
+    /// connection's ends; returns false to stop it, unsent.
     ///
-    /// libcurl sends a request again, on a new connection, when a reused connection closed
-    /// without a byte of answer — whatever its method. For a POST or PATCH that is not its call
-    /// to make: the server may have received it and acted on it before the connection went
-    /// (RFC 9110, 9.2.2). So a request sent before that had no answer is not sent again: the
-    /// transfer fails with `gotNothing`, which ``RequestOperation/autoRetry`` retries only when
-    /// the caller turned it on. A request after an answer (a redirect followed) goes out.
-    func requestWillBeSent() -> Bool {
+    /// An HTTP/1 connection that libcurl reuses must have nothing to read before the request
+    /// goes out: bytes waiting there are the surplus of an earlier response (a server that sent
+    /// more than its `Content-Length`), and libcurl 7.88 would read them as this request's
+    /// answer — a complete fake response (`HTTP/1.1 200 OK … EVIL`) would be taken as it is.
+    /// libcurl closes a connection only when the surplus came in the same read as the body; it
+    /// reuses one where it arrived later. So the socket is looked at (`MSG_PEEK`, nothing is
+    /// taken) and a request that would meet such bytes is stopped before it is sent, which
+    /// closes that connection (see ``metStrayBytesBeforeRequest``). A new connection is not
+    /// looked at (a TLS one may still have handshake records waiting), nor an HTTP/2 one,
+    /// whose socket ``HTTP1Sockets`` does not hold.
+    ///
+    /// Then, for requests that are not idempotent: libcurl sends a request again, on a new
+    /// connection, when a reused connection closed without a byte of answer — whatever its
+    /// method. For a POST or PATCH that is not its call to make: the server may have received
+    /// it and acted on it before the connection went (RFC 9110, 9.2.2). So a request sent
+    /// before that had no answer is not sent again: the transfer fails with `gotNothing`, which
+    /// ``RequestOperation/autoRetry`` retries only when the caller turned it on. A request
+    /// after an answer (a redirect followed) goes out.
+    func requestWillBeSent(peerAddress: UnsafePointer<CChar>?, localPort: Int, peerPort: Int) -> Bool {
+        let key = HTTP1Sockets.Key(localPort: localPort, peerPort: peerPort, peerAddress: peerAddress)
+        if let socket = engine.http1Sockets.socket(for: key), ccurl_socket_has_bytes_waiting(socket) != 0,
+           let easy, !isFirstRequestOnANewConnection(easy) {
+            metStrayBytesBeforeRequest = true
+            return false
+        }
         defer {
             requestsSent += 1
             answered = false
         }
-        guard requestsSent > 0, !answered else { return true }
+        guard requestsSent > 0, !answered, !Self.isIdempotent(request.method) else { return true }
         callbackFailure = .transport(TransportFailure(
             code: .gotNothing,
             message: "the connection closed without an answer; a \(request.method) is not sent again by itself, as the server may have acted on it"))
         return false
+    }
+
+    /// Whether the request about to go out is this transfer's first and libcurl opened its
+    /// connection for it (a later one of the transfer, after a redirect, may reuse that one).
+    private func isFirstRequestOnANewConnection(_ easy: UnsafeMutableRawPointer) -> Bool {
+        guard requestsSent == 0 else { return false }
+        var opened = 0
+        return ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &opened) == CURLE_OK && opened > 0
     }
 
     /// Returns false to stop the transfer at this head (a 303 not to be followed).

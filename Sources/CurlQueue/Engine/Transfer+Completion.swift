@@ -17,6 +17,10 @@ extension Transfer {
     func complete(code: CURLcode, errorBuffer: UnsafePointer<CChar>) -> Completion {
         guard let easy else { return .finished(.failure(.transport(TransportFailure(code: CurlCode(rawValue: 2), message: "no handle")))) }
         if restartPending { return .restart }
+        if metStrayBytesBeforeRequest {
+            file?.close()
+            return strayBytesMet()
+        }
         if let callbackFailure {
             file?.close()
             return .finished(.failure(callbackFailure))
@@ -77,6 +81,38 @@ extension Transfer {
             self.file = nil
         }
         return .finished(.response(response))
+    }
+
+    /// The prerequest callback stopped a request, unsent, on a reused connection that held
+    /// bytes of no response; libcurl closed that connection. The transfer runs again, once,
+    /// on a new connection (`CURLOPT_FRESH_CONNECT`), whatever its method when no request of
+    /// it went out yet: nothing reached the server. A request after one that went out (a
+    /// redirect followed on that connection) runs again only when idempotent, as running
+    /// again sends the first one too.
+    private func strayBytesMet() -> Completion {
+        if !freshConnection, !cancelRequested.load(ordering: .relaxed), requestsSent == 0 || Self.isIdempotent(request.method) {
+            freshConnection = true
+            return .restart
+        }
+        return .finished(.failure(.transport(TransportFailure(
+            code: .weirdServerReply,
+            message: "bytes of no response were waiting on the reused connection before the request went out; it was not sent"))))
+    }
+
+    /// Notes the socket of the HTTP/1 connection this response came on, if libcurl keeps it,
+    /// for the check before a request reuses it (see ``HTTP1Sockets``). Called by the engine
+    /// for a transfer libcurl completed, before it leaves the multi handle.
+    func noteHTTP1Socket(_ easy: UnsafeMutableRawPointer) {
+        guard head.isComplete, head.version.major == 1 else { return }
+        var socket = CURL_SOCKET_BAD
+        var localPort = 0
+        var peerPort = 0
+        var peerAddress: UnsafeMutablePointer<CChar>?
+        guard ccurl_easy_getinfo_socket(easy, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK, socket != CURL_SOCKET_BAD,
+              ccurl_easy_getinfo_long(easy, CURLINFO_LOCAL_PORT, &localPort) == CURLE_OK,
+              ccurl_easy_getinfo_long(easy, CURLINFO_PRIMARY_PORT, &peerPort) == CURLE_OK,
+              ccurl_easy_getinfo_string(easy, CURLINFO_PRIMARY_IP, &peerAddress) == CURLE_OK else { return }
+        engine.http1Sockets.record(socket, for: HTTP1Sockets.Key(localPort: localPort, peerPort: peerPort, peerAddress: peerAddress))
     }
 
     /// Checks that a 206 made the `.part` file whole: its range started where the file ended

@@ -109,10 +109,9 @@ extension Transfer {
             set(CURLOPT_SSL_VERIFYHOST, 0)
         }
 
-        if !Self.isIdempotent(request.method) {
-            _ = ccurl_easy_setopt_prereq_callback(easy, transferPrerequestCallback)
-            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, this)
-        }
+        // Every request: stray bytes on a reused connection, and no resend of a request that
+        // is not idempotent (see `requestWillBeSent`). Its data is set with the other pointers.
+        _ = ccurl_easy_setopt_prereq_callback(easy, transferPrerequestCallback)
         let sendsBody = try configureMethodAndBody(easy, status: &status)
         configureHeaders(easy, sendsBody: sendsBody)
 
@@ -138,6 +137,7 @@ extension Transfer {
         _ = ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, this)
         _ = ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, this)
         _ = ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, this)
+        _ = ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, this)
         if wantsProgress { _ = ccurl_easy_setopt_pointer(easy, CURLOPT_XFERINFODATA, this) }
     }
 
@@ -147,8 +147,8 @@ extension Transfer {
     private var hasReusableOptions: Bool {
         guard !freshConnection, request.body == nil, request.headerFields.isEmpty, file.map({ $0.resumeOffset == 0 }) ?? true else { return false }
         let method = request.method
-        // POST, PUT and PATCH send an empty body; other methods that are not idempotent have
-        // a prerequest callback.
+        // POST, PUT and PATCH send an empty body; other methods that are not idempotent are
+        // rare enough to be left out.
         return method != .post && method != .put && method != .patch && Self.isIdempotent(method)
     }
 

@@ -65,6 +65,9 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     /// The attempt runs (again) on a new connection: its first run read bytes left on a
     /// reused one (see ``Transfer/metLeftoverBytes(code:easy:)``).
     @exclusivity(unchecked) var freshConnection = false
+    /// The prerequest callback found bytes waiting on the reused HTTP/1 connection the next
+    /// request was to go out on, and stopped it unsent (see ``requestWillBeSent(peerAddress:localPort:peerPort:)``).
+    @exclusivity(unchecked) var metStrayBytesBeforeRequest = false
     @exclusivity(unchecked) var upload: UploadSource?
     /// A failure found by a callback (a disk error, a bad Content-Range); it wins over the
     /// CURLcode that aborting the transfer produces.
@@ -108,6 +111,7 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         requestsSent = 0
         answered = false
         stoppedAtSeeOther = false
+        metStrayBytesBeforeRequest = false
         file = nil
     }
 
