@@ -7,8 +7,9 @@ extension FixtureServer {
     /// with `kind` `response`, a complete, well-formed response whose body is `EVIL`;
     /// otherwise the bare text `EVIL`.
     /// Returns once the bytes were handed to the kernel: on the loopback interface they are then
-    /// waiting in the client's socket. False if the connection is not open.
-    public func writeSurplus(_ kind: String?, onConnection id: Int) async throws -> Bool {
+    /// waiting in the client's socket. False if the connection is not open (or closed before the
+    /// bytes went out).
+    public func writeSurplus(_ kind: String?, onConnection id: Int) async -> Bool {
         guard let channel = state.mutex.withLockedValue({ $0.openChannels[id] }) else { return false }
         let text = Routes.surplus(kind: kind)
         let written: EventLoopFuture<Void> = channel.eventLoop.flatSubmit {
@@ -17,7 +18,11 @@ extension FixtureServer {
             }
             return encoder.writeAndFlush(NIOAny(IOData.byteBuffer(ByteBuffer(string: text))))
         }
-        try await written.get()
-        return true
+        do {
+            try await written.get()
+            return true
+        } catch {
+            return false  // closed meanwhile
+        }
     }
 }
