@@ -896,6 +896,24 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         }
     }
 
+    /// `-H` fields stay with the origin they were given for: a redirect to another one gets none.
+    @Test func headerFieldsDoNotFollowARedirectToAnotherOrigin() async throws {
+        try await withServer { server in
+            try await withServer { other in
+                try await withFolder { folder in
+                    let target = other.url("/bytes/20").absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+                    let run = try await curlq("get", "-o", folder.path, "-H", "X-Api-Key: secret", "-H", "Accept: */*",
+                                              server.url("/redirect?to=\(target)").absoluteString)
+                    #expect(run.status == 0, "\(run)")
+                    #expect(contents(folder.appendingPathComponent("redirect")) == FixtureServer.expectedBytes(count: 20))
+                    #expect(server.requests.first?.header("X-Api-Key") == "secret")
+                    #expect(other.requests.count == 1)
+                    #expect(other.requests.first?.header("X-Api-Key") == nil)
+                }
+            }
+        }
+    }
+
     @Test func jsonReportShape() async throws {
         try await withServer { server in
             try await withFolder { folder in

@@ -52,6 +52,13 @@ extension Transfer {
             return .restart
         }
 
+        if let hop = followRedirect(easy, status: status) {
+            file?.close()
+            return hop
+        }
+
+        var metrics = Self.metrics(easy)
+        metrics.redirectCount += redirectsFollowed
         var response = Response(
             status: HTTPResponse.Status(code: status),
             fieldLines: head.fieldLines,
@@ -59,7 +66,7 @@ extension Transfer {
             fileURL: nil,
             effectiveTarget: effectiveURL(easy),
             httpVersion: head.version,
-            metrics: Self.metrics(easy),
+            metrics: metrics,
             attempts: attempt)
         memoryBody = Data()
 

@@ -82,8 +82,14 @@ extension Transfer {
         case .none:
             set(CURLOPT_FOLLOWLOCATION, 0)
         case .follow(let max):
-            set(CURLOPT_FOLLOWLOCATION, 1)
-            set(CURLOPT_MAXREDIRS, Swift.max(0, max))
+            if followsRedirectsItself == nil { followsRedirectsItself = mustFollowRedirectsItself }
+            if followsRedirectsItself == true {
+                // The caller's fields must not reach another origin: see Transfer+Redirects.swift.
+                set(CURLOPT_FOLLOWLOCATION, 0)
+            } else {
+                set(CURLOPT_FOLLOWLOCATION, 1)
+                set(CURLOPT_MAXREDIRS, Swift.max(0, max))
+            }
         }
         set(CURLOPT_UNRESTRICTED_AUTH, 0)
 

@@ -18,7 +18,9 @@ protocol TransferDelegate: AnyObject, Sendable {
 /// thread touches its mutable state (libcurl calls its callbacks from `curl_multi_perform`
 /// on that thread). The one exception is `cancelRequested`, an atomic.
 final class Transfer: @unchecked Sendable {  // safe: mutable state is confined to the engine thread (see above)
-    let request: Request
+    /// The request of this hop: the operation's, or the one a redirect the transfer follows
+    /// itself led to (see `Transfer+Redirects.swift`). Engine thread only once started.
+    @exclusivity(unchecked) var request: Request
     let attempt: Int
     let wantsProgress: Bool
     /// Where the body goes when the operation streams it (see ``BodyStream``). Engine thread
@@ -68,6 +70,12 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     /// The prerequest callback found bytes waiting on the reused HTTP/1 connection the next
     /// request was to go out on, and stopped it unsent (see ``requestWillBeSent(peerAddress:localPort:peerPort:)``).
     @exclusivity(unchecked) var metStrayBytesBeforeRequest = false
+    /// Whether this transfer follows redirects itself instead of libcurl (decided at its first
+    /// configuration), the redirects it followed so, and whether one of them left the
+    /// request's origin. Kept across restarts.
+    @exclusivity(unchecked) var followsRedirectsItself: Bool?
+    @exclusivity(unchecked) var redirectsFollowed = 0
+    @exclusivity(unchecked) var leftOrigin = false
     @exclusivity(unchecked) var upload: UploadSource?
     /// A failure found by a callback (a disk error, a bad Content-Range); it wins over the
     /// CURLcode that aborting the transfer produces.

@@ -125,6 +125,29 @@ public struct Request: Hashable, Sendable {
         set { values.value.discardsBody = newValue }
     }
 
+    /// Header fields of this request that a redirect to another origin carries along.
+    ///
+    /// An origin is a scheme, a host and a port. When a redirect leads to another origin than
+    /// the request's, the fields the caller set stop there, for that hop and every later one:
+    /// an `X-Api-Key`, `Authorization`, `Cookie`, `Proxy-Authorization` or any token field
+    /// meant for one server does not reach the server another one points at. Only the fields
+    /// of ``fieldsSentToAnyOrigin`` (`Accept`, `Content-Type`, `User-Agent`, …), which say
+    /// nothing about the caller, and the fields named here go along. Empty by default.
+    ///
+    /// A redirect within the origin keeps every field. Fields CurlQueue sets itself for a
+    /// resume (`Range`, `If-Range`) go along as before.
+    public var fieldsAllowedAcrossOrigins: Set<HTTPField.Name> {
+        get { values.value.fieldsAllowedAcrossOrigins }
+        _modify { yield &values.value.fieldsAllowedAcrossOrigins }
+    }
+
+    /// The header fields that a redirect carries to any origin: `Accept`, `Accept-Encoding`,
+    /// `Accept-Language`, `Cache-Control`, `Content-Language`, `Content-Type`, `Expect` and
+    /// `User-Agent`. See ``fieldsAllowedAcrossOrigins``.
+    public static let fieldsSentToAnyOrigin: Set<HTTPField.Name> = [
+        .accept, .acceptEncoding, .acceptLanguage, .cacheControl, .contentLanguage, .contentType, .expect, .userAgent,
+    ]
+
     /// Problems found while building the request, reported when it runs.
     var problems: [String] {
         get { values.value.problems }
@@ -148,6 +171,7 @@ public struct Request: Hashable, Sendable {
         var allowedSchemes: Set<String>
         var maxResponseBodySize: Int64? = nil
         var discardsBody = false
+        var fieldsAllowedAcrossOrigins: Set<HTTPField.Name> = []
         var problems: [String] = []
     }
 
@@ -262,9 +286,17 @@ extension Request {
         /// The 3xx response is returned as it is.
         case none
         /// Redirects are followed up to `max` times; one more fails with curl's
-        /// `CURLE_TOO_MANY_REDIRECTS`. Credentials are not sent to another host or port.
-        /// A 303 is followed with a GET; for a method other than GET, HEAD, POST and PUT
-        /// (DELETE, PATCH, …), which libcurl 7.88 would keep, the 303 is the response instead.
+        /// `CURLE_TOO_MANY_REDIRECTS`.
+        ///
+        /// The header fields the caller set do not go to another origin (scheme, host and
+        /// port) than the request's: from the first hop that leaves it on, only
+        /// ``Request/fieldsSentToAnyOrigin`` and ``Request/fieldsAllowedAcrossOrigins`` are
+        /// sent. This holds for every redirect status, 301 to 308, and every method.
+        ///
+        /// A 301 or 302 after a POST is followed with a GET, without the body; a 303 with a
+        /// GET (a HEAD stays a HEAD); a 307 or 308 with the same method and body (a body file
+        /// is read again). For a method other than GET, HEAD, POST and PUT (DELETE, PATCH, …),
+        /// which libcurl 7.88 would keep, a 303 is the response instead.
         case follow(max: Int)
     }
 
