@@ -151,6 +151,39 @@ import Glibc
         }
     }
 
+    /// A `.part` swapped for a link to a file outside the folder while the body arrives: the
+    /// link is not renamed into place, and the file outside is untouched.
+    @Test func aPartFileSwappedForALinkMidBodyIsNotMovedIntoPlace() async throws {
+        let folder = try makeTemporaryFolder()
+        let outside = try makeTemporaryFolder()
+        defer {
+            try? FileManager.default.removeItem(at: folder)
+            try? FileManager.default.removeItem(at: outside)
+        }
+        let victim = outside.appendingPathComponent("victim")
+        let secret = Data("do not overwrite me".utf8)
+        try secret.write(to: victim)
+        let destination = folder.appendingPathComponent("file")
+        let part = destination.path + ".part"
+        try await withServer { (server) async throws in
+            let operation = RequestOperation(request: Request(
+                url: server.url("/bytes/100000?chunk=10000&holdAt=30000&gate=swap"), destination: destination))
+            // Progress reaching 30,000 bytes is the event: the server holds the rest at the gate.
+            let swapped = Box(false)
+            operation.downloadProgressHandler = { progress in
+                guard progress.bytesTransferred >= 30_000, !swapped.update({ let was = $0; $0 = true; return was }) else { return }
+                _ = rename(part, folder.appendingPathComponent("moved").path)
+                _ = symlink(victim.path, part)
+                server.openGate("swap")
+            }
+            let result = await completion(of: operation)
+            #expect(swapped.value)
+            #expect(result.failure == .fileSystem("\(part) was replaced while the body was written to it: not moved to \(destination.path)"), "\(result)")
+            #expect(try Data(contentsOf: victim) == secret)
+            #expect(!FileManager.default.fileExists(atPath: destination.path))
+        }
+    }
+
     /// `HTTPClient`'s resumable downloads always resume: a planted link is met the same way.
     @Test func anHTTPClientResumableDownloadDoesNotFollowAPlantedLink() async throws {
         let folder = try makeTemporaryFolder()

@@ -56,6 +56,30 @@ func peakRSS() -> Int {
     return peak * 1024
 }
 
+/// The `--stalled-resolve` mode: in a function, so that what it made is let go of before the
+/// process ends (LeakSanitizer checks at exit).
+func stalledResolve(mode: String, resolver: Int32, nameserver: String, unrelated url: URL) async throws {
+    var request = Request(url: URL(string: "http://stalled.example/never")!)
+    if mode == "timeout" { request.timeouts.connect = .seconds(1) }
+    let stalled = RequestOperation(request: request)
+    let started = ContinuousClock.now
+    async let outcome = stalled.response()
+    guard await queryArrived(at: resolver) else {
+        print("error=no DNS query reached \(nameserver)")
+        exit(1)
+    }
+    if mode == "cancel" { stalled.cancel() }
+    let unrelatedStart = ContinuousClock.now
+    let unrelated = try await RequestOperation(request: Request(url: url)).response()
+    print("unrelated=\(unrelated.status.code) unrelatedSeconds=\(seconds(since: unrelatedStart))")
+    do {
+        _ = try await outcome
+        print("stalled=success")
+    } catch {
+        print("stalled=\(error) stalledSeconds=\(seconds(since: started))")
+    }
+}
+
 let arguments = CommandLine.arguments
 do {
     switch (arguments.count, arguments.dropFirst().first) {
@@ -72,25 +96,7 @@ do {
         print("status=\(response.status.code) received=\(received) peak=\(peakRSS())")
     case (5, "--stalled-resolve"):
         guard let url = URL(string: arguments[4]), let resolver = blackholeResolver(at: arguments[3]) else { exit(2) }
-        var request = Request(url: URL(string: "http://stalled.example/never")!)
-        if arguments[2] == "timeout" { request.timeouts.connect = .seconds(1) }
-        let stalled = RequestOperation(request: request)
-        let started = ContinuousClock.now
-        async let outcome = stalled.response()
-        guard await queryArrived(at: resolver) else {
-            print("error=no DNS query reached \(arguments[3])")
-            exit(1)
-        }
-        if arguments[2] == "cancel" { stalled.cancel() }
-        let unrelatedStart = ContinuousClock.now
-        let unrelated = try await RequestOperation(request: Request(url: url)).response()
-        print("unrelated=\(unrelated.status.code) unrelatedSeconds=\(seconds(since: unrelatedStart))")
-        do {
-            _ = try await outcome
-            print("stalled=success")
-        } catch {
-            print("stalled=\(error) stalledSeconds=\(seconds(since: started))")
-        }
+        try await stalledResolve(mode: arguments[2], resolver: resolver, nameserver: arguments[3], unrelated: url)
     case (3, _):
         guard let url = URL(string: arguments[1]) else { exit(2) }
         let request = Request(url: url, destination: URL(fileURLWithPath: arguments[2]))

@@ -30,6 +30,8 @@ struct DestinationFile {
     /// bytes being appended to the old ones.
     let resumeValidator: String?
     private var descriptor: Int32 = -1
+    /// The device and inode of the file opened for writing: the rename moves only that file.
+    private var written: (device: UInt, inode: UInt)?
     private(set) var bytesWritten: Int64 = 0
 
     /// The extended attribute of a `.part` file that holds its validator. Where the file system
@@ -89,6 +91,7 @@ struct DestinationFile {
             throw .fileSystem(append ? "\(partPath) changed while resuming" : "\(partPath) is not a regular file of its own")
         }
         descriptor = fd
+        written = (UInt(info.st_dev), UInt(info.st_ino))
         bytesWritten = append ? resumeOffset : 0
     }
 
@@ -136,6 +139,13 @@ struct DestinationFile {
         if descriptor < 0 { try open(append: false) }  // an empty body writes nothing
         _ = fremovexattr(descriptor, Self.validatorAttribute)  // the finished file carries none
         close()
+        // The name must still be the file written: a link or another file swapped in for it
+        // while the body arrived is not moved into place.
+        var info = stat()
+        guard lstat(partPath, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
+              let written, UInt(info.st_dev) == written.device, UInt(info.st_ino) == written.inode else {
+            throw .fileSystem("\(partPath) was replaced while the body was written to it: not moved to \(destination.path)")
+        }
         guard rename(partPath, destination.path) == 0 else {
             throw .fileSystem("cannot move \(partPath) to \(destination.path): \(String(cString: strerror(errno)))")
         }
