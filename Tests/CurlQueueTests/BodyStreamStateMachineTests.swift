@@ -247,7 +247,7 @@ import Testing
     /// once and never after the end, and the consumer sees one end.
     @Test(arguments: 0..<300)
     func randomInterleavingsKeepEveryPromise(seed: Int) {
-        var random = SeededRandom(seed: UInt64(seed))
+        var random = SeededGenerator(seed: UInt64(seed))  // HTTPClientJSONValidatorTests.swift
         var machine = pull(limit: 64, lowWater: 16)
         var accepted = Data(), taken = Data()
         var nextByte = 0
@@ -319,18 +319,5 @@ import Testing
         #expect(ends == 1)
         #expect(accepted.starts(with: taken), "bytes are taken once, in order")
         if !cancelled { #expect(taken == accepted, "a completed stream hands over every byte") }
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so that a failing seed can be run again.
-struct SeededRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
