@@ -91,6 +91,8 @@ import Testing
                 // (The waiting task ends at the latest when the server shuts down.)
                 let (events, continuation) = AsyncStream<Bool>.makeStream()
                 Task { await server.waitUntilConnectionClosed(poisoned); continuation.yield(true) }
+                // The sleep is the event that ends the wait when the close never comes: a bound,
+                // not a hope (the close is awaited above; 10 s is far beyond its milliseconds).
                 let timer = Task { try? await Task.sleep(for: .seconds(10)); continuation.yield(false) }
                 var iterator = events.makeAsyncIterator()
                 let closed = await iterator.next() ?? false
