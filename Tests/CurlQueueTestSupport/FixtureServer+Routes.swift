@@ -21,6 +21,9 @@ enum ResponsePlan {
     case reset
     /// Write these bytes below the HTTP encoder, then close (with a RST if `reset`).
     case raw(ByteBuffer, reset: Bool)
+    /// Write these bytes below the HTTP encoder one by one, `interval` apart, stopping after
+    /// `stallAfter` of them (RouteHandler+Stalls.swift).
+    case trickle([ByteBuffer], interval: TimeAmount, stallAfter: Int?)
     /// A chunked NDJSON body, one line per write (FixtureServer+Streams.swift).
     case lines(LinesPlan)
     /// Close every other open connection, then answer `200 "closed N"`.
@@ -133,6 +136,9 @@ enum Routes {
             return .leaveBehind(.text(.ok, "ok"), leftover: ByteBuffer(string: bytes))
         case ("surplus", 1):
             return .withSurplus(.text(.ok, "ok"), surplus: ByteBuffer(string: surplus(kind: target.query["kind"])))
+        case ("trickle-head", 1):
+            let interval = TimeAmount.milliseconds(Int64(max(1, target.int("interval") ?? 100)))
+            return .trickle(RouteHandler.trickledResponse(byLine: target.flag("lines")), interval: interval, stallAfter: target.int("stallAfter"))
         case ("raw", 1):
             switch target.query["kind"] {
             case "garbageStatus":

@@ -29,6 +29,8 @@ import NIOPosix
 /// | `/close-connections` | Closes every other open connection, then `200 "closed N"` (keep-alive). |
 /// | `/leftover?bytes=TEXT` | `200 "ok"` (keep-alive), then TEXT (default `HELLO THERE` and CRLF) written ahead of the next response on that connection, as a server that sent more than it announced leaves it. |
 /// | `/surplus?kind=K` | `200 "ok"` (keep-alive, `Content-Length: 2`) with `Routes.surplus(kind:)` (`response`: a complete response whose body is `EVIL`; otherwise the bare text `EVIL`) after the body in the same write; see also ``writeSurplus(_:onConnection:)``. |
+/// | `/trickle-head?interval=MS` | A head (`200`, 8 filler fields, body `ok`) one byte per MS (default 100), then close; `lines=1`: a line per MS; `stallAfter=K`: nothing after K bytes (lines), the connection kept open. |
+/// | `/stall-upload` (any method) | Stops reading the connection once the request head arrived: the body stalls when the socket buffers are full. No answer. |
 /// | `/raw?kind=K` | Not HTTP: `garbageStatus` or `midHeaders` (then close), `midHeadersReset` (then RST), `reset` (RST at once). |
 /// | anything else | `404 "not found"` |
 public final class FixtureServer: Sendable {

@@ -140,6 +140,10 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
             sequence: sequence,
             body: target.path == "/echo" || target.path == "/reflect" ? context.channel.allocator.buffer(capacity: 0) : nil
         )
+        if Routes.stallsUpload(path: target.path) {
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+            return
+        }
         // Spare clients the wait (curl: one second) before they send an announced body.
         if head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
             let interim = HTTPResponseHead(version: .http1_1, status: .continue)
@@ -212,6 +216,8 @@ final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler {
             resetConnection(context: context)
         case .raw(let bytes, let reset):
             writeRawThenClose(bytes, reset: reset, context: context)
+        case .trickle(let bytes, let interval, let stallAfter):
+            trickle(bytes, interval: interval, stallAfter: stallAfter, context: context)
         case .lines(let linesPlan):
             startLines(linesPlan, context: context)
         case .closeOtherConnections:

@@ -62,6 +62,80 @@ import Testing
         }
     }
 
+    /// Every call of a download with a Content-Length carries its total: none comes before
+    /// the head, when libcurl knows neither the total nor (for a resume) what is on disk.
+    @Test func everyCallOfAFreshDownloadCarriesTheTotal() async throws {
+        try await withServer { server in
+            let operation = RequestOperation(request: Request(url: server.url("/bytes/400000?drip=10&chunk=20000")))
+            let reports = Box([TransferProgress]())
+            operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
+            _ = try await completion(of: operation).get()
+            let values = reports.value
+            print("fresh download: \(values.map { "\($0.bytesTransferred) of \($0.totalBytes.map(String.init) ?? "nil")" })")
+            #expect(values.count >= 3)
+            #expect(values.allSatisfy { $0.totalBytes == 400_000 }, "\(values)")
+            #expect(zip(values, values.dropFirst()).allSatisfy { $0.bytesTransferred <= $1.bytesTransferred })
+            #expect(values.last == TransferProgress(bytesTransferred: 400_000, totalBytes: 400_000))
+        }
+    }
+
+    /// A resumed download's calls start at the bytes on disk, never go below them, and carry
+    /// the whole file's size.
+    @Test func aResumedDownloadsCallsStartAtTheBytesOnDisk() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let destination = folder.appendingPathComponent("file")
+                try Data(FixtureServer.expectedBytes(count: 200_000)).write(to: part(destination))
+                let request = Request(url: server.url("/bytes/400000?drip=10&chunk=20000"), destination: destination, resume: true)
+                let operation = RequestOperation(request: request)
+                let reports = Box([TransferProgress]())
+                operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
+                let response = try await completion(of: operation).get()
+                #expect(response.status == .partialContent)
+                let values = reports.value
+                print("resumed download: \(values.map { "\($0.bytesTransferred) of \($0.totalBytes.map(String.init) ?? "nil")" })")
+                #expect(values.count >= 3)
+                #expect(values.allSatisfy { $0.bytesTransferred >= 200_000 && $0.totalBytes == 400_000 }, "\(values)")
+                #expect(zip(values, values.dropFirst()).allSatisfy { $0.bytesTransferred <= $1.bytesTransferred })
+                #expect(values.last == TransferProgress(bytesTransferred: 400_000, totalBytes: 400_000))
+                #expect(try Data(contentsOf: destination) == Data(FixtureServer.expectedBytes(count: 400_000)))
+            }
+        }
+    }
+
+    /// A chunked body has no total until the end: every call but the last says so, and
+    /// counts up to the whole body.
+    @Test func everyCallOfAChunkedDownloadHasNoTotalButTheLast() async throws {
+        try await withServer { server in
+            let operation = RequestOperation(request: Request(url: server.url("/bytes/200000?chunked=1&drip=10&chunk=20000")))
+            let reports = Box([TransferProgress]())
+            operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
+            _ = try await completion(of: operation).get()
+            let values = reports.value
+            print("chunked download: \(values.map { "\($0.bytesTransferred) of \($0.totalBytes.map(String.init) ?? "nil")" })")
+            #expect(values.count >= 3)
+            #expect(values.dropLast().allSatisfy { $0.totalBytes == nil && $0.bytesTransferred <= 200_000 })
+            #expect(zip(values, values.dropFirst()).allSatisfy { $0.bytesTransferred <= $1.bytesTransferred })
+            #expect(values.last == TransferProgress(bytesTransferred: 200_000, totalBytes: 200_000))
+        }
+    }
+
+    /// An upload is reported before the response head (the download is not).
+    @Test func anUploadIsReportedBeforeTheResponseHead() async throws {
+        try await withServer { server in
+            let payload = Data(count: 4 * 1024 * 1024)
+            // The answer waits 500 ms after the whole body arrived.
+            let operation = RequestOperation(request: Request(url: server.url("/echo?delay=500"), method: .post, body: .bytes(payload)))
+            let uploads = Box([TransferProgress]())
+            let downloads = Box([TransferProgress]())
+            operation.uploadProgressHandler = { progress in uploads.update { $0.append(progress) } }
+            operation.downloadProgressHandler = { progress in downloads.update { $0.append(progress) } }
+            _ = try await completion(of: operation).get()
+            #expect(uploads.value.contains { $0.bytesTransferred == Int64(payload.count) && $0.totalBytes == Int64(payload.count) })
+            #expect(downloads.value.allSatisfy { $0.totalBytes != nil }, "\(downloads.value)")
+        }
+    }
+
     @Test func zeroAndUnknownTotalsNeverDivideByZero() {
         #expect(TransferProgress(bytesTransferred: 10, totalBytes: nil).fraction == nil)
         #expect(TransferProgress(bytesTransferred: 0, totalBytes: 0).fraction == 1)

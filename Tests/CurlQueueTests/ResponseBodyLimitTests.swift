@@ -118,4 +118,52 @@ import Testing
         #expect(status == 0)
         return try Data(contentsOf: output)
     }
+
+    /// A body kept in memory has a default limit (64 MiB): a server announcing 70 MB is
+    /// refused before the body, one sending it chunked as soon as it passes the limit.
+    @Test(arguments: ["/bytes/70000000", "/bytes/70000000?chunked=1&chunk=1000000"])
+    func aBodyKeptInMemoryHasADefaultLimit(_ path: String) async throws {
+        let expected: Int64 = 64 * 1024 * 1024
+        #expect(Request(string: "http://127.0.0.1/").maxInMemoryBodySize == expected)
+        try await withServer { server in
+            let result = await completion(of: RequestOperation(request: Request(url: server.url(path))))
+            #expect(transportCode(of: result) == .fileSizeExceeded, "\(result)")
+        }
+    }
+
+    @Test func theInMemoryLimitIsConfiguredPerRequestAndNilMeansNone() async throws {
+        try await withServer { server in
+            var request = Request(url: server.url("/bytes/5000?chunked=1&chunk=100"))
+            request.maxInMemoryBodySize = 4999
+            let result = await completion(of: RequestOperation(request: request))
+            #expect(transportCode(of: result) == .fileSizeExceeded, "\(result)")
+            guard case .failure(let error) = result else { return }
+            #expect("\(error)".contains("maxInMemoryBodySize"))
+
+            var unlimited = Request(url: server.url("/bytes/70000000"))
+            unlimited.maxInMemoryBodySize = nil
+            let whole = try await RequestOperation(request: unlimited).response()
+            #expect(whole.body.count == 70_000_000)
+        }
+    }
+
+    /// The in-memory limit does not apply to a body written to a file, nor to one discarded.
+    @Test func downloadsToFilesAreNotLimitedByTheInMemoryLimit() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let destination = folder.appendingPathComponent("file")
+                var request = Request(url: server.url("/bytes/5000"), destination: destination)
+                request.maxInMemoryBodySize = 1000
+                let response = try await RequestOperation(request: request).response()
+                #expect(response.fileURL == destination)
+                #expect(try Data(contentsOf: destination).count == 5000)
+
+                var discarded = Request(url: server.url("/bytes/5000"))
+                discarded.maxInMemoryBodySize = 1000
+                discarded.discardsBody = true
+                let counted = try await RequestOperation(request: discarded).response()
+                #expect(counted.status == .ok)
+            }
+        }
+    }
 }

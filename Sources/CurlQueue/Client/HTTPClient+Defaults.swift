@@ -9,7 +9,7 @@ extension HTTPClient {
         /// clients with a ``Configuration/responseCache``.
         public var cachePolicy: CachePolicy
 
-        /// The defaults CurlQueue starts with: ``Request/Timeouts/init(connect:total:idle:)``'s
+        /// The defaults CurlQueue starts with: ``Request/Timeouts/init(connect:total:idle:head:)``'s
         /// and HTTP's own cache rules.
         public init(timeouts: Request.Timeouts = Request.Timeouts(), cachePolicy: CachePolicy = .useProtocolCachePolicy) {
             self.timeouts = timeouts

@@ -69,6 +69,17 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// made anew after a turn is never given more room than this (a burst of 100,000 adds
     /// should not hold its buffer for the engine's life).
     private static let maxSpareCapacity = 1024
+    /// The monotonic time of this turn, read once before each `curl_multi_perform`: the time
+    /// callbacks give to the bytes they see move (``Transfer/lastActivityNanos``), at the cost
+    /// of no clock read per callback.
+    @exclusivity(unchecked) private(set) var turnNanos: UInt64 = 0
+    /// The transfers with a stall limit (idle, head), each knowing its place
+    /// (``Transfer/deadlineIndex``), and no later than the earliest of their deadlines: the
+    /// engine looks at them when that time comes, and sleeps no longer than until then.
+    /// Deadlines only move later as bytes move (a new one lowers this), so the list is walked
+    /// about once per limit, not on every turn.
+    @exclusivity(unchecked) private var timedTransfers: [Transfer] = []
+    @exclusivity(unchecked) private var nextDeadline = UInt64.max
     private let maxIdleHandles = 256
 
     private static let globalInit: Void = {
@@ -163,6 +174,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         ccurl_name_current_thread(name)
         var running: Int32 = 0
         while true {
+            turnNanos = Self.monotonicNanos()
             // Scoped: the commands (and the transfers they hold) are let go of before the
             // engine sleeps, not kept until the next turn.
             do {
@@ -180,17 +192,64 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
                 swap(&localCommands, &spareCommands)
                 for command in spareCommands { handle(command) }  // may add to localCommands
                 spareCommands.removeAll(keepingCapacity: spareCommands.capacity <= Self.maxSpareCapacity)
+                turnNanos = Self.monotonicNanos()
                 curl_multi_perform(multi, &running)
                 drainMessages()
                 rounds += 1
             } while !localCommands.isEmpty && rounds < 2
+            if turnNanos >= nextDeadline { endStalledTransfers(now: turnNanos) }
             runDeferred()
             // More work of our own: go round again without sleeping, but through the inbox
             // first, so that a long chain of completions never holds up other threads' work.
             if !localCommands.isEmpty { continue }
             // curl lowers the timeout to its own next deadline; the wakeup ends it at once.
-            curl_multi_poll(multi, nil, 0, activeCount == 0 ? 60_000 : 1000, nil)
+            var timeout: Int32 = activeCount == 0 ? 60_000 : 1000
+            if nextDeadline != .max {
+                let now = Self.monotonicNanos()
+                let wait = nextDeadline > now ? (nextDeadline - now + 999_999) / 1_000_000 : 0
+                timeout = Int32(clamping: Swift.min(UInt64(timeout), wait))
+            }
+            curl_multi_poll(multi, nil, 0, timeout, nil)
         }
+    }
+
+    static func monotonicNanos() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
+    /// A transfer's stall deadline may have come earlier than ``nextDeadline`` (its request
+    /// went out, its body was sent). Engine thread.
+    func lowerNextDeadline(to deadline: UInt64) {
+        if deadline < nextDeadline { nextDeadline = deadline }
+    }
+
+    /// Ends the transfers whose stall deadline passed with `.timedOut` (code 28), as a cancel
+    /// would end them (a `.part` file is kept for a resume), and finds the next deadline.
+    ///
+    /// libcurl's own low-speed check cannot do this: it averages the speed over its last
+    /// few seconds, so a transfer that stalled after moving bytes failed 6 to 7 s after the
+    /// last byte with a limit of 1 s. Nor can a progress callback: libcurl need not call it
+    /// while nothing happens. The engine's timer does not depend on either.
+    private func endStalledTransfers(now: UInt64) {
+        var next = UInt64.max
+        var index = 0
+        while index < timedTransfers.count {
+            let transfer = timedTransfers[index]
+            let deadline = transfer.deadline
+            guard deadline <= now, let easy = transfer.easy else {
+                next = Swift.min(next, deadline)
+                index += 1
+                continue
+            }
+            let failure = transfer.stallFailure(now: now)
+            curl_multi_remove_handle(multi, easy)
+            transfer.abandon()
+            release(transfer, keepingOptions: false)  // takes it out of the list: the next one is at `index`
+            transfer.finish(.failure(failure))
+        }
+        nextDeadline = next
     }
 
     /// Runs `work` on `queue` after this turn: once the transfers started in the turn (a
@@ -305,6 +364,10 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
             transfer.finish(.failure(.cancelled))
         case .resume(let transfer):
             guard let easy = transfer.easy else { return }  // finished or cancelled meanwhile
+            // The stall limits run again from now: the wait was the consumer's.
+            transfer.isPaused = false
+            transfer.lastActivityNanos = Self.monotonicNanos()
+            if transfer.hasStallLimits { lowerNextDeadline(to: transfer.deadline) }
             // May call the write callback at once with the bytes it refused.
             _ = ccurl_easy_unpause(easy)
         }
@@ -323,6 +386,10 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         }
         transfer.handle = handle
         activeCount += 1
+        if transfer.hasStallLimits {
+            transfer.deadlineIndex = timedTransfers.count
+            timedTransfers.append(transfer)
+        }
         // The multi handle's reference: balanced in `release`.
         _ = Unmanaged.passRetained(transfer)
         let status = curl_multi_add_handle(multi, handle.easy)
@@ -365,6 +432,15 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     private func release(_ transfer: Transfer, keepingOptions: Bool) {
         guard let handle = transfer.handle else { return }
         transfer.handle = nil
+        let place = transfer.deadlineIndex
+        if place >= 0 {
+            let last = timedTransfers.removeLast()
+            if last !== transfer {
+                timedTransfers[place] = last
+                last.deadlineIndex = place
+            }
+            transfer.deadlineIndex = -1
+        }
         transfer.releaseCurlResources()
         recycle(handle, keepingOptions: keepingOptions)
         activeCount -= 1

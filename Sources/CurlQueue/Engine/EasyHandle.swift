@@ -58,6 +58,8 @@ struct ReusableOptions: Equatable {
     var redirectPolicy: Request.RedirectPolicy
     var timeouts: Request.Timeouts
     var maxResponseBodySize: Int64?
+    /// CURLOPT_MAXFILESIZE_LARGE (see `Transfer.announcedBodyLimit`).
+    var announcedBodyLimit: Int64?
     var tls: Request.TLSOptions
     var wantsProgress: Bool
     var receiveBufferSize: Int

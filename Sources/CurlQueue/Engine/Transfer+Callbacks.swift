@@ -39,7 +39,11 @@ let transferReadCallback: ccurl_data_callback = { buffer, size, count, userdata 
     let target = UnsafeMutableRawBufferPointer(start: buffer, count: size * count)
     guard let upload = transfer.upload else { return Int(CURL_READFUNC_ABORT) }
     do throws(RequestError) {
-        return try upload.read(into: target)
+        let count = try upload.read(into: target)
+        // Bytes move: libcurl asks for more only as it sends what it has.
+        transfer.lastActivityNanos = transfer.engine.turnNanos
+        if upload.isAtEnd { transfer.requestBodySent() }
+        return count
     } catch {
         // A body file that shrank or failed: this error, not the CURLcode of the abort.
         transfer.callbackFailure = error
@@ -72,8 +76,9 @@ extension Transfer {
     /// The shortest interval between two progress reports of one transfer.
     static let progressInterval: UInt64 = 50_000_000
 
-    /// Called before each request of this transfer goes out on a connection, with the
-    /// connection's ends; returns false to stop it, unsent.
+    /// Called before each request of this transfer goes out on a connection, once it is made
+    /// (TLS included), with the connection's ends; returns false to stop it, unsent. The stall
+    /// clocks start here (``requestGoesOut()``).
     ///
     /// An HTTP/1 connection that libcurl reuses must have nothing to read before the request
     /// goes out: bytes waiting there are the surplus of an earlier response (a server that sent
@@ -94,6 +99,7 @@ extension Transfer {
     /// ``RequestOperation/autoRetry`` retries only when the caller turned it on. A request
     /// after an answer (a redirect followed) goes out.
     func requestWillBeSent(peerAddress: UnsafePointer<CChar>?, localPort: Int, peerPort: Int) -> Bool {
+        requestGoesOut()
         let key = HTTP1Sockets.Key(localPort: localPort, peerPort: peerPort, peerAddress: peerAddress)
         if let socket = engine.http1Sockets.socket(for: key), ccurl_socket_has_bytes_waiting(socket) != 0,
            let easy, !isFirstRequestOnANewConnection(easy) {
@@ -122,8 +128,13 @@ extension Transfer {
     /// Returns false to stop the transfer at this head (a 303 not to be followed).
     func didReceiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         answered = true
+        lastActivityNanos = engine.turnNanos
         // Most lines are fields, only kept: nothing else to look at until a head completes.
         guard head.consume(line) else { return true }
+        if let status = head.status, status >= 200 {
+            headClockStart = 0  // the next request's head, after a redirect, starts it again
+            finalHeadReceived = !isRedirectLibcurlFollows
+        }
         if head.status == 303, isSeeOtherLibcurlWouldFollowWrongly {
             stoppedAtSeeOther = true
             return false
@@ -151,10 +162,13 @@ extension Transfer {
     /// not a redirect libcurl follows, not a status a retry may follow.
     private var headIsFinal: Bool {
         guard let status = head.status, status >= 200, !statusesNotStreamed.contains(status) else { return false }
-        if case .follow = request.redirectPolicy, [301, 302, 303, 307, 308].contains(status), head.fields[.location] != nil {
-            return false
-        }
-        return true
+        return !isRedirectLibcurlFollows
+    }
+
+    /// Whether the complete head is a redirect that libcurl follows (its body is not the response's).
+    private var isRedirectLibcurlFollows: Bool {
+        guard case .follow = request.redirectPolicy, let status = head.status else { return false }
+        return [301, 302, 303, 307, 308].contains(status) && head.fields[.location] != nil && !stoppedAtSeeOther
     }
 
     /// Hands the head to the stream: the body goes there from now on, and the operation is no
@@ -174,6 +188,7 @@ extension Transfer {
     }
 
     func didReceiveBody(_ bytes: UnsafeRawBufferPointer) -> WriteResult {
+        lastActivityNanos = engine.turnNanos
         if bodySink == .stream { return offerToStream(bytes) }
         return didReceiveBodyKept(bytes) ? .consumed : .abort
     }
@@ -186,7 +201,10 @@ extension Transfer {
             return .abort
         }
         let accepted = bodyStream!.offer(bytes) { [engine, self] in engine.resume(self) }
-        guard accepted else { return .pause }
+        guard accepted else {
+            isPaused = true  // until the engine unpauses it: no stall limit meanwhile
+            return .pause
+        }
         bodyBytes += Int64(bytes.count)
         return .consumed
     }
@@ -213,6 +231,12 @@ extension Transfer {
                 code: .fileSizeExceeded, message: "the response body is larger than the limit of \(limit) bytes"))
             return false
         }
+        if bodySink == .memory, let limit = request.maxInMemoryBodySize, bodyBytes > limit || (bodyBytes == Int64(bytes.count) && announcedLength > limit) {
+            callbackFailure = .transport(TransportFailure(
+                code: .fileSizeExceeded,
+                message: "the response body is larger than the limit of \(limit) bytes for a body kept in memory (Request.maxInMemoryBodySize)"))
+            return false
+        }
         switch bodySink {
         case .discard, .stream:
             return true
@@ -227,6 +251,11 @@ extension Transfer {
             memoryBody.append(bytes.assumingMemoryBound(to: UInt8.self))
         }
         return true
+    }
+
+    /// The head's `Content-Length`, or 0.
+    private var announcedLength: Int64 {
+        head.fields[.contentLength].flatMap { Int64($0) } ?? 0
     }
 
     /// Opens the `.part` file for a 2xx body: appending when the server honoured our Range.
@@ -267,15 +296,26 @@ extension Transfer {
             code: .rangeError, message: "the server sent part of the file (206) that was not asked for"))
     }
 
+    /// Reports progress, at most once per ``progressInterval``.
+    ///
+    /// The download's is known only once the head of the response whose body it is has come:
+    /// before it libcurl says `0 of nil`, even for a resumed download whose `.part` already has
+    /// bytes, and the total (its `Content-Length`, plus the bytes on disk for a 206) only
+    /// comes with the head. So before that head only an upload's progress is reported (with
+    /// no download's), and from it on every call carries the bytes on disk of a resumed
+    /// download and the total when the server sent one. libcurl's download count is that of
+    /// the current response: a redirect's body is not counted, as no call is made for it.
     func progressTick(dltotal: Int64, dlnow: Int64, ultotal: Int64, ulnow: Int64) {
+        let hasDownload = finalHeadReceived
+        guard hasDownload || upload != nil else { return }
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let nanos = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
         guard nanos &- lastProgressNanos >= Self.progressInterval else { return }
         lastProgressNanos = nanos
-        let download = TransferProgress(
-            bytesTransferred: progressBase + dlnow,
-            totalBytes: dltotal > 0 ? progressBase + dltotal : nil)
+        let download = hasDownload
+            ? TransferProgress(bytesTransferred: progressBase + dlnow, totalBytes: dltotal > 0 ? progressBase + dltotal : nil)
+            : nil
         let upload = TransferProgress(bytesTransferred: ulnow, totalBytes: ultotal > 0 ? ultotal : nil)
         reportProgress(download: download, upload: upload)
     }

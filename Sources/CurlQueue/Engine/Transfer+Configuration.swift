@@ -95,12 +95,9 @@ extension Transfer {
 
         if let connect = request.timeouts.connect { set(CURLOPT_CONNECTTIMEOUT_MS, Swift.max(1, connect.clampedMilliseconds)) }
         if let total = request.timeouts.total { set(CURLOPT_TIMEOUT_MS, Swift.max(1, total.clampedMilliseconds)) }
-        if let idle = request.timeouts.idle {
-            set(CURLOPT_LOW_SPEED_LIMIT, 1)
-            set(CURLOPT_LOW_SPEED_TIME, Swift.max(1, (idle.clampedMilliseconds + 999) / 1000))
-        }
+        // `timeouts.idle` and `timeouts.head` are the engine's (CurlEngine.endStalledTransfers).
 
-        if let limit = request.maxResponseBodySize {
+        if let limit = announcedBodyLimit {
             // libcurl refuses a body whose Content-Length is over the limit before it arrives;
             // the write callback enforces it on the others.
             _ = ccurl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(Swift.max(0, limit)))
@@ -115,8 +112,9 @@ extension Transfer {
             set(CURLOPT_SSL_VERIFYHOST, 0)
         }
 
-        // Every request: stray bytes on a reused connection, and no resend of a request that
-        // is not idempotent (see `requestWillBeSent`). Its data is set with the other pointers.
+        // Every request: the stall clocks start there, stray bytes on a reused connection, and
+        // no resend of a request that is not idempotent (see `requestWillBeSent`). Its data is
+        // set with the other pointers.
         _ = ccurl_easy_setopt_prereq_callback(easy, transferPrerequestCallback)
         let sendsBody = try configureMethodAndBody(easy, status: &status)
         configureHeaders(easy, sendsBody: sendsBody)
@@ -166,8 +164,18 @@ extension Transfer {
     fileprivate func reusableOptions(https: Bool, protocols: String) -> ReusableOptions {
         ReusableOptions(
             method: request.method, https: https, protocols: protocols, redirectPolicy: request.redirectPolicy,
-            timeouts: request.timeouts, maxResponseBodySize: request.maxResponseBodySize, tls: request.tls,
+            timeouts: request.timeouts, maxResponseBodySize: request.maxResponseBodySize,
+            announcedBodyLimit: announcedBodyLimit, tls: request.tls,
             wantsProgress: wantsProgress, receiveBufferSize: receiveBufferSize)
+    }
+
+    /// The limit libcurl checks an announced `Content-Length` against: `maxResponseBodySize`,
+    /// and `maxInMemoryBodySize` too when the body can go nowhere but to memory (no
+    /// destination, not discarded, not streamed).
+    var announcedBodyLimit: Int64? {
+        let inMemoryOnly = file == nil && bodyStream == nil && !request.discardsBody
+        guard inMemoryOnly, let memoryLimit = request.maxInMemoryBodySize else { return request.maxResponseBodySize }
+        return Swift.min(memoryLimit, request.maxResponseBodySize ?? .max)
     }
 
     /// Returns whether a request body is sent.
@@ -268,7 +276,7 @@ extension ReusableOptions {
             && wantsProgress == transfer.wantsProgress && method == request.method
             && self.protocols == protocols && redirectPolicy == request.redirectPolicy
             && timeouts == request.timeouts && maxResponseBodySize == request.maxResponseBodySize
-            && tls == request.tls
+            && announcedBodyLimit == transfer.announcedBodyLimit && tls == request.tls
         assert(matches == (self == transfer.reusableOptions(https: https, protocols: protocols)),
                "match(_:https:protocols:) and reusableOptions(https:protocols:) name different fields")
         return matches

@@ -6,8 +6,9 @@ import Synchronization
 /// Who hears about a transfer. Called on the engine thread: implementations do their
 /// bookkeeping and hand anything that is user code to another queue.
 protocol TransferDelegate: AnyObject, Sendable {
-    /// Throttled progress; bytes include what a resumed download already had.
-    func transfer(_ transfer: Transfer, didProgressDownload download: TransferProgress, upload: TransferProgress)
+    /// Throttled progress; bytes include what a resumed download already had. `download` is
+    /// nil before the head of the response whose body it counts (an upload's progress then).
+    func transfer(_ transfer: Transfer, didProgressDownload download: TransferProgress?, upload: TransferProgress)
     /// The attempt is over, successfully or not, and the engine has let go of it.
     func transfer(_ transfer: Transfer, didFinishWith outcome: AttemptOutcome)
 }
@@ -84,6 +85,26 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     @exclusivity(unchecked) var bodyBytes: Int64 = 0
     @exclusivity(unchecked) var lastProgressNanos: UInt64 = 0
     @exclusivity(unchecked) var progressBase: Int64 = 0
+    /// Whether the head of the response whose body this is (not an interim 1xx, not a redirect
+    /// libcurl follows) is complete: no download progress is reported before it.
+    @exclusivity(unchecked) var finalHeadReceived = false
+
+    // The stall limits the engine enforces (see ``CurlEngine`` and ``deadline``), in
+    // nanoseconds of the monotonic clock; 0 for none.
+    /// `Timeouts.idle` and `Timeouts.head`, from the request.
+    let idleLimitNanos: UInt64
+    let headLimitNanos: UInt64
+    /// When a byte last moved, either way (the engine's time of the turn it moved in); 0 until
+    /// the first request of the attempt goes out on a connection: the connect limit covers
+    /// the time before.
+    @exclusivity(unchecked) var lastActivityNanos: UInt64 = 0
+    /// When the request was wholly sent, while its response head is awaited; else 0.
+    @exclusivity(unchecked) var headClockStart: UInt64 = 0
+    /// The write callback paused the transfer (a stream's consumer is behind): the server is
+    /// not the one stalling, so no stall limit runs until the engine unpauses it.
+    @exclusivity(unchecked) var isPaused = false
+    /// This transfer's place in the engine's list of transfers with stall limits, or -1.
+    @exclusivity(unchecked) var deadlineIndex = -1
 
     enum BodySink {
         case undecided
@@ -103,6 +124,60 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         self.engine = engine
         self.bodyStream = bodyStream
         self.statusesNotStreamed = statusesNotStreamed
+        idleLimitNanos = request.timeouts.idle.map(Self.limitNanos) ?? 0
+        headLimitNanos = request.timeouts.head.map(Self.limitNanos) ?? 0
+    }
+
+    /// A limit in nanoseconds, at least one millisecond (0 means none).
+    private static func limitNanos(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 1_000_000 }
+        let nanos = UInt64(clamping: seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        if nanos.overflow { return UInt64.max / 4 }
+        return Swift.min(UInt64.max / 4, Swift.max(1_000_000, nanos.partialValue + UInt64(clamping: attoseconds / 1_000_000_000)))
+    }
+
+    /// Whether the engine has a stall limit to watch for this transfer.
+    var hasStallLimits: Bool { idleLimitNanos > 0 || headLimitNanos > 0 }
+
+    /// When a stall limit ends this transfer, as things stand (`UInt64.max` for never): a byte
+    /// moving, or the head arriving, only moves it later. Engine thread.
+    var deadline: UInt64 {
+        if isPaused { return .max }
+        var deadline = UInt64.max
+        if idleLimitNanos > 0, lastActivityNanos > 0 { deadline = lastActivityNanos + idleLimitNanos }
+        if headLimitNanos > 0, headClockStart > 0 { deadline = Swift.min(deadline, headClockStart + headLimitNanos) }
+        return deadline
+    }
+
+    /// The failure of a transfer whose ``deadline`` passed at `now`.
+    func stallFailure(now: UInt64) -> RequestError {
+        func seconds(_ nanos: UInt64) -> String { String(format: "%.1f s", Double(nanos) / 1e9) }
+        if idleLimitNanos > 0, lastActivityNanos > 0, lastActivityNanos + idleLimitNanos <= now {
+            return .timedOut(TransportFailure(
+                code: .operationTimedOut,
+                message: "no byte moved for \(seconds(now - lastActivityNanos)) (idle limit \(seconds(idleLimitNanos)))"))
+        }
+        return .timedOut(TransportFailure(
+            code: .operationTimedOut,
+            message: "the response head was not complete \(seconds(now - headClockStart)) after the request was sent (head limit \(seconds(headLimitNanos)))"))
+    }
+
+    /// Starts the stall clocks when a request goes out on a connection: the idle one, and the
+    /// head one unless a body is still to be sent.
+    func requestGoesOut() {
+        let now = engine.turnNanos
+        lastActivityNanos = now
+        finalHeadReceived = false
+        headClockStart = (upload?.count ?? 0) == 0 ? now : 0
+        if hasStallLimits { engine.lowerNextDeadline(to: deadline) }
+    }
+
+    /// The last byte of the request body was handed to libcurl: the head is awaited from now.
+    func requestBodySent() {
+        guard headClockStart == 0, headLimitNanos > 0, lastActivityNanos > 0 else { return }
+        headClockStart = engine.turnNanos
+        engine.lowerNextDeadline(to: deadline)
     }
 
     /// Clears what the first run of the attempt received, before the engine runs it again
@@ -115,6 +190,10 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         restartPending = false
         bodyBytes = 0
         progressBase = 0
+        finalHeadReceived = false
+        lastActivityNanos = 0
+        headClockStart = 0
+        isPaused = false
         partialRange = nil
         requestsSent = 0
         answered = false
@@ -132,7 +211,7 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         delegate?.transfer(self, didFinishWith: outcome)
     }
 
-    func reportProgress(download: TransferProgress, upload: TransferProgress) {
+    func reportProgress(download: TransferProgress?, upload: TransferProgress) {
         delegate?.transfer(self, didProgressDownload: download, upload: upload)
     }
 }

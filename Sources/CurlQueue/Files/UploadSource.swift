@@ -106,6 +106,10 @@ final class UploadSource {
         }
     }
 
+    /// Whether every byte of the body has been read (libcurl asks for no more once it has
+    /// read as many as it announced).
+    var isAtEnd: Bool { position >= count }
+
     /// Moves to `offset` from the start of the body; false when that is not possible.
     func seek(to offset: Int64) -> Bool {
         guard offset >= 0, offset <= count else { return false }

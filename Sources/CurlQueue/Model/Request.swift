@@ -117,6 +117,22 @@ public struct Request: Hashable, Sendable {
         get { values.value.maxResponseBodySize }
         set { values.value.maxResponseBodySize = newValue }
     }
+    /// The most body bytes a response kept in memory may bring (one with no ``destination``
+    /// to go to, that is not discarded or streamed, or an error response of a download), or
+    /// `nil` for no limit. A larger body fails the attempt with a ``RequestError/transport(_:)``
+    /// of code ``CurlCode/fileSizeExceeded``, at once when `Content-Length` announces it,
+    /// otherwise as soon as the limit is passed, so that a server cannot grow the process
+    /// until it is killed. Bodies written to a ``destination`` are not limited by it.
+    ///
+    /// Defaults to ``defaultMaxInMemoryBodySize`` (64 MiB).
+    public var maxInMemoryBodySize: Int64? {
+        get { values.value.maxInMemoryBodySize }
+        set { values.value.maxInMemoryBodySize = newValue }
+    }
+    /// The default of ``maxInMemoryBodySize``: 64 MiB, larger than any API response one
+    /// would parse in memory, and small enough that a few dozen transfers at once cannot
+    /// exhaust a small machine. Larger bodies belong in a ``destination`` file or a stream.
+    public static let defaultMaxInMemoryBodySize: Int64 = 64 * 1024 * 1024
     /// When true, a body that has no ``destination`` to go to is counted (progress, metrics) but
     /// not kept: ``Response/body`` is empty. For transfers that only need the status, the
     /// fields or the size, at no memory cost however large the body.
@@ -170,6 +186,7 @@ public struct Request: Hashable, Sendable {
         var tls: TLSOptions
         var allowedSchemes: Set<String>
         var maxResponseBodySize: Int64? = nil
+        var maxInMemoryBodySize: Int64? = Request.defaultMaxInMemoryBodySize
         var discardsBody = false
         var fieldsAllowedAcrossOrigins: Set<HTTPField.Name> = []
         var problems: [String] = []
@@ -263,21 +280,57 @@ extension Request {
 }
 
 extension Request {
-    /// Limits on the duration of a transfer. `nil` means no limit.
+    /// Limits on the duration of a transfer, each `nil` for none. A limit that passes fails
+    /// the attempt with ``RequestError/timedOut(_:)``, code ``CurlCode/operationTimedOut`` (28),
+    /// which ``RequestOperation/autoRetry`` retries like any time-out.
+    ///
+    /// The defaults bound what a stalled or misbehaving server can hold a queue slot for: 30 s
+    /// to connect, 60 s without a byte moving, 60 s for a response head, and no total (a large
+    /// download may take as long as it needs while bytes keep coming). A body trickling a byte
+    /// now and then is bounded by ``total`` alone, and a body kept in memory by
+    /// ``Request/maxInMemoryBodySize``.
     public struct Timeouts: Hashable, Sendable {
         /// Time allowed to resolve the name and connect (including TLS).
         public var connect: Duration?
         /// Time allowed for the whole transfer of one attempt.
         public var total: Duration?
-        /// The transfer fails when no byte moves for this long (curl's low-speed limit of
-        /// 1 byte/s; whole seconds, rounded up).
+        /// The transfer fails when no byte has moved, either way, for this long: no byte of the
+        /// response (head or body) arrived and no byte of the request body was taken. The
+        /// engine's own timer checks it, so it fails within about 10 ms of the limit wherever
+        /// the stall is: waiting for the first byte of the answer, in the middle of the head, of
+        /// the body or of an upload. Bytes count as libcurl hands them over: a header line
+        /// once it is whole, body bytes as they are decoded (a TLS record once it is whole).
+        ///
+        /// The clock starts when the request goes out on a connection (once it is made, TLS
+        /// included): making the connection is ``connect``'s to bound, so an idle limit shorter
+        /// than a slow handshake does not end it. A streamed body whose consumer is behind
+        /// (the transfer paused for it) does not count as a stall: the clock starts again when
+        /// the consumer catches up.
+        ///
+        /// Defaults to 60 seconds, as URLSession's request time-out and aria2's `--timeout`:
+        /// long enough for a slow server to think, short enough that a server that went silent
+        /// frees its queue slot. A long poll or an event stream whose quiet gaps may be longer
+        /// should set a longer limit, or `nil` for none.
         public var idle: Duration?
+        /// Time allowed from when a request has been sent (its body included) to when its
+        /// response head is complete; after a redirect, the next request's head has the same
+        /// time again. Bounds a server that trickles its head byte by byte, which the
+        /// ``idle`` limit never sees as a stall.
+        ///
+        /// Defaults to 60 seconds: a head is a few hundred bytes, and a server that has not
+        /// sent one in that time is either stalling or trickling.
+        public var head: Duration?
 
-        /// Creates timeouts; the connect timeout defaults to 30 seconds, the others to none.
-        public init(connect: Duration? = .seconds(30), total: Duration? = nil, idle: Duration? = nil) {
+        /// Creates timeouts: by default 30 seconds to connect, 60 seconds idle, 60 seconds for
+        /// the response head, and no total limit.
+        public init(
+            connect: Duration? = .seconds(30), total: Duration? = nil, idle: Duration? = .seconds(60),
+            head: Duration? = .seconds(60)
+        ) {
             self.connect = connect
             self.total = total
             self.idle = idle
+            self.head = head
         }
     }
 

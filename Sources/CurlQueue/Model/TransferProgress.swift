@@ -1,8 +1,10 @@
 /// How far an upload or a download has come.
 public struct TransferProgress: Hashable, Sendable {
-    /// Bytes moved so far. For a resumed download this includes the bytes already on disk.
+    /// Bytes moved so far. For a resumed download this includes the bytes already on disk,
+    /// from the first report on (none comes before the response head).
     public var bytesTransferred: Int64
-    /// The expected total, or `nil` when the server did not say.
+    /// The expected total, or `nil` when the server did not say (a download's is known from
+    /// its head on; a resumed one's includes the bytes on disk).
     public var totalBytes: Int64?
 
     /// Creates a progress value.

@@ -1,11 +1,13 @@
 import Foundation
 
 extension RequestOperation: TransferDelegate {
-    func transfer(_ transfer: Transfer, didProgressDownload download: TransferProgress, upload: TransferProgress) {
+    /// Before the response's head (`download` nil) only the upload handler is called, and the
+    /// queue's events hear nothing: an event carries both values.
+    func transfer(_ transfer: Transfer, didProgressDownload download: TransferProgress?, upload: TransferProgress) {
         let (queue, downloadHandler, uploadHandler, observer) = state.withLock { state in
             var downloadHandler: (@Sendable (TransferProgress) -> Void)?
             var uploadHandler: (@Sendable (TransferProgress) -> Void)?
-            if let handler = state.downloadProgressHandler, Self.advances(download, from: state.lastDownload) {
+            if let handler = state.downloadProgressHandler, let download, Self.advances(download, from: state.lastDownload) {
                 state.lastDownload = download
                 downloadHandler = handler
             }
@@ -15,10 +17,10 @@ extension RequestOperation: TransferDelegate {
             }
             return (state.callbackQueue, downloadHandler, uploadHandler, state.observer)
         }
-        observer?(.progress(download: download, upload: upload))
+        if let download { observer?(.progress(download: download, upload: upload)) }
         guard downloadHandler != nil || uploadHandler != nil else { return }
         queue.async {
-            downloadHandler?(download)
+            if let download { downloadHandler?(download) }
             uploadHandler?(upload)
         }
     }

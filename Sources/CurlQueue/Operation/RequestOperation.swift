@@ -116,7 +116,9 @@ public final class RequestOperation: Sendable {
         }
     }
 
-    /// Called as the request body is sent, at most about every 50 ms, with monotonic values.
+    /// Called as the request body is sent, at most about every 50 ms, with monotonic values,
+    /// from the first bytes sent on (before the response head), and once more at a successful
+    /// end with the bytes sent as the total.
     public var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)? {
         get { state.withLock { $0.uploadProgressHandler } }
         set {
@@ -128,6 +130,12 @@ public final class RequestOperation: Sendable {
     /// Called as the response body arrives, at most about every 50 ms, with monotonic values,
     /// and once more at a successful end with the final size as the total (fraction 1.0).
     /// Set it before the operation starts; a handler set later may miss the early calls.
+    ///
+    /// No call comes before the head of the response whose body it counts (redirects followed
+    /// and interim responses are not counted): from the first call on, a resumed download's
+    /// values include the bytes already on disk and never go below them, and when the server
+    /// announced the size (`Content-Length`, plus the bytes on disk for a 206) every call
+    /// carries it as the total. A ``RequestQueue``'s `.progress` events follow the same rule.
     public var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)? {
         get { state.withLock { $0.downloadProgressHandler } }
         set {

@@ -1,0 +1,170 @@
+import CurlQueue
+import CurlQueueTestSupport
+import Foundation
+import Testing
+
+/// `Timeouts.idle` ends a transfer once no byte has moved for that long, wherever it stalls,
+/// and `Timeouts.head` ends a server that trickles its head. Each bound is asserted from both
+/// sides: no earlier than the limit after the last byte (bytes that move start the clock
+/// again), and not much later (libcurl's low-speed check, which these replaced, failed 6 to
+/// 7 s after the last byte with a limit of 1 s).
+@Suite struct StallLimitTests {
+    /// Slack above the bound for a loaded machine and ThreadSanitizer (the engine's own
+    /// timer aims at about 10 ms).
+    static let slack = Duration.milliseconds(1500)
+
+    /// Runs `request` and returns its outcome and how long it took.
+    private func timed(_ request: Request, operation: RequestOperation? = nil) async -> (Result<Response, RequestError>, Duration) {
+        let start = ContinuousClock.now
+        let result = await completion(of: operation ?? RequestOperation(request: request))
+        return (result, ContinuousClock.now - start)
+    }
+
+    private func expectTimedOut(_ result: Result<Response, RequestError>, _ elapsed: Duration,
+                                within range: ClosedRange<Duration>, saying words: String, _ label: String) {
+        print("\(label): failed after \(elapsed)")
+        guard case .failure(.timedOut(let failure)) = result else {
+            Issue.record("\(label): expected timedOut, got \(result)")
+            return
+        }
+        #expect(failure.code == .operationTimedOut)
+        #expect(failure.message.contains(words), "\(failure.message)")
+        #expect(range.contains(elapsed), "\(label): failed after \(elapsed), outside \(range)")
+    }
+
+    private func request(_ server: FixtureServer, _ path: String, idle: Duration?) -> Request {
+        var request = Request(url: server.url(path))
+        request.timeouts.idle = idle
+        return request
+    }
+
+    @Test func aStallBeforeTheHeadFailsAtTheIdleLimit() async throws {
+        try await withServer { server in
+            // The server reads the request and never answers.
+            let (result, elapsed) = await timed(request(server, "/gate/never-\(UUID().uuidString)", idle: .seconds(1)))
+            expectTimedOut(result, elapsed, within: .milliseconds(950)...(.seconds(1) + Self.slack),
+                           saying: "no byte moved", "stall before the head")
+        }
+    }
+
+    @Test func aStallInTheMiddleOfTheHeadFailsAtTheIdleLimitAfterItsLastByte() async throws {
+        try await withServer { server in
+            // Three lines of the head at 0, 0.4 and 0.8 s, then nothing: the last byte at 0.8 s.
+            // (libcurl hands the head over a line at a time: a line's bytes count once it is
+            // whole.) A limit of 2 s: the server's timers may lag on a loaded machine.
+            let (result, elapsed) = await timed(request(server, "/trickle-head?lines=1&interval=400&stallAfter=3", idle: .seconds(2)))
+            expectTimedOut(result, elapsed, within: .milliseconds(2750)...(.milliseconds(2800) + Self.slack),
+                           saying: "no byte moved", "stall mid-head")
+        }
+    }
+
+    @Test(arguments: [
+        // 5 bytes with the head, 5 more at 0.6 s, then nothing (10 body bytes).
+        "/bytes/100000?stallAfter=10&chunk=5&drip=600",
+        // 500,000 bytes with the head, 500,000 more at 0.6 s, then nothing (1 MB).
+        "/bytes/4000000?stallAfter=1000000&chunk=500000&drip=600",
+    ])
+    func aStallInTheMiddleOfTheBodyFailsAtTheIdleLimitAfterItsLastByte(_ path: String) async throws {
+        try await withServer { server in
+            let (result, elapsed) = await timed(request(server, path, idle: .seconds(1)))
+            expectTimedOut(result, elapsed, within: .milliseconds(1550)...(.milliseconds(1600) + Self.slack),
+                           saying: "no byte moved", "stall mid-body \(path)")
+        }
+    }
+
+    @Test func aStallInTheMiddleOfAnUploadFailsAtTheIdleLimitAfterItsLastByte() async throws {
+        try await withServer { server in
+            // The server stops reading: the body stops once the socket buffers are full.
+            var request = request(server, "/stall-upload", idle: .seconds(1))
+            request.method = .post
+            request.body = .bytes(Data(count: 64 * 1024 * 1024))
+            let operation = RequestOperation(request: request)
+            let reports = Box([(ContinuousClock.Instant, Int64)]())
+            operation.uploadProgressHandler = { progress in reports.update { $0.append((.now, progress.bytesTransferred)) } }
+            let (result, elapsed) = await timed(request, operation: operation)
+            let end = ContinuousClock.now
+            guard let last = reports.value.last else {
+                Issue.record("no upload progress: \(result)")
+                return
+            }
+            // The socket buffers fill within a fraction of a second: the last byte moves a
+            // little after the start, and the last progress report (at most every 50 ms, on
+            // another queue) comes after it.
+            print("stall mid-upload: \(last.1) bytes sent, failed \(end - last.0) after the last report")
+            #expect(last.1 > 0 && last.1 < 64 * 1024 * 1024)
+            #expect(end - last.0 <= .seconds(1) + Self.slack)
+            expectTimedOut(result, elapsed, within: .milliseconds(1000)...(.milliseconds(1500) + Self.slack),
+                           saying: "no byte moved", "stall mid-upload")
+        }
+    }
+
+    @Test func bytesThatKeepMovingAreNotAStall() async throws {
+        try await withServer { server in
+            // A line of the head every 400 ms (4.4 s for the head): the idle limit of 2 s never
+            // passes; the head limit of 2.5 s does.
+            var request = request(server, "/trickle-head?lines=1&interval=400", idle: .seconds(2))
+            request.timeouts.head = .milliseconds(2500)
+            let (result, elapsed) = await timed(request)
+            expectTimedOut(result, elapsed, within: .milliseconds(2450)...(.milliseconds(2500) + Self.slack),
+                           saying: "response head was not complete", "trickled head")
+        }
+    }
+
+    @Test func noLimitMeansNone() async throws {
+        try await withServer { server in
+            // A 1.5 s pause mid-body with no idle limit: it completes.
+            let gate = "pause-\(UUID().uuidString)"
+            var request = request(server, "/bytes/20000?holdAt=10000&gate=\(gate)", idle: nil)
+            request.timeouts.head = nil
+            let operation = RequestOperation(request: request)
+            let outcome = Task { await completion(of: operation) }
+            try await Task.sleep(for: .milliseconds(1500))  // the pause is the event under test
+            server.openGate(gate)
+            let response = try await outcome.value.get()
+            #expect(response.body == Data(FixtureServer.expectedBytes(count: 20000)))
+        }
+    }
+
+    @Test func theDefaultsEndAStalledOrTricklingServer() async throws {
+        // The defaults a daemon gets without setting anything: 60 s idle, 60 s for the head.
+        #expect(Request.Timeouts().idle == .seconds(60))
+        #expect(Request.Timeouts().head == .seconds(60))
+        #expect(Request(string: "http://127.0.0.1/").timeouts == Request.Timeouts())
+        #expect(HTTPClient.Defaults().timeouts == Request.Timeouts())
+        try await withServer { server in
+            let client = makeClient(server)  // no timeouts of its own: HTTPClient.defaults'
+            // More slack: four transfers for a minute beside the rest of the parallel suite.
+            let bound = Duration.seconds(60)...(Duration.seconds(63))
+            async let operationStall = timed(Request(url: server.url("/bytes/100000?stallAfter=10")))
+            async let clientStall = clientCall(client, "bytes/100000", ["stallAfter": "10"])
+            // One line of the head every 6 s (66 s for the head): never idle for 60 s.
+            async let clientTrickle = clientCall(client, "trickle-head", ["interval": "6000", "lines": "1"])
+            // One byte of the head every 5 s: ends too (no line is whole for 60 s).
+            async let byteTrickle = clientCall(client, "trickle-head", ["interval": "5000"])
+            let (stallResult, stallElapsed) = await operationStall
+            expectTimedOut(stallResult, stallElapsed, within: bound, saying: "no byte moved", "default idle, operation")
+            let clientOutcomes = [
+                ("default idle, client", await clientStall, "no byte moved"),
+                ("default head, client", await clientTrickle, "response head was not complete"),
+                ("a byte per 5 s, client", await byteTrickle, ""),
+            ]
+            for (label, (result, elapsed), words) in clientOutcomes {
+                print("\(label): failed after \(elapsed)")
+                guard case .failure(.transport(.timedOut(let failure))) = result else {
+                    Issue.record("\(label): expected a time-out, got \(result)")
+                    continue
+                }
+                #expect(words.isEmpty || failure.message.contains(words), "\(failure.message)")
+                #expect(bound.contains(elapsed), "\(label): \(elapsed)")
+            }
+        }
+    }
+
+    private func clientCall(_ client: HTTPClient, _ path: String, _ query: [String: String]) async -> (Result<Response, HTTPClientError>, Duration) {
+        let start = ContinuousClock.now
+        let outcome = await result { () async throws(HTTPClientError) in
+            try await client.get(path, query: query.map { URLQueryItem(name: $0.key, value: $0.value) })
+        }
+        return (outcome, ContinuousClock.now - start)
+    }
+}
