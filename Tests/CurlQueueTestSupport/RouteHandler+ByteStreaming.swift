@@ -98,6 +98,9 @@ extension RouteHandler {
                     stream.holdRequested = true
                     self.stream = stream
                     waitForStreamGate(hold.gate, context: context)
+                    // A gate that was open already is let go of at once, inside that call, whose
+                    // own pump returns at once (`isPumping`): this loop sends the rest.
+                    if self.stream != nil, self.stream!.hold == nil { continue }
                 }
                 break  // resumed when the gate opens
             }
