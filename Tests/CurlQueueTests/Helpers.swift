@@ -78,6 +78,20 @@ func unusedPort() async throws -> Int {
     return port
 }
 
+/// Runs `work` on a thread of its own and returns what it returns: for a test's long
+/// synchronous work (a big file written, a CPU-bound loop of seconds).
+///
+/// Swift's concurrency pool has one thread per core (two here) and runs every test of the
+/// parallel suite. A test body that holds one of them for seconds holds up every other test's
+/// tasks, so that their requests reach the fixture late and their time bounds fail: a
+/// watchdog saw the pool not run a task for up to 47 s while a 512 MiB file was written and a
+/// 100,000-item scheduler test ran on its two threads.
+func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+
 /// Runs an executable built alongside the tests (same build folder) and returns its
 /// standard output once it exits.
 func runBuiltProduct(_ name: String, _ arguments: [String]) async throws -> String {
