@@ -1,3 +1,4 @@
+import CCurl  // <sys/xattr.h>: lgetxattr, for the validator a .part file keeps
 import CurlQueue
 import Foundation
 #if canImport(Glibc)
@@ -21,8 +22,11 @@ struct BatchOptions: Sendable {
     var timeout: Double?
     /// Bounds each connection attempt (seconds).
     var connectTimeout: Double?
-    /// `-c`: ask for the rest of an existing `.part` file.
+    /// `-c`: ask for the rest of any existing `.part` file, even one without a validator.
     var resume = false
+    /// `--restart`: start every file over, discarding its `.part` file. Without it (or `-c`),
+    /// a `.part` that carries the validator an earlier run kept with it is resumed.
+    var restart = false
     /// Replace files that already exist instead of skipping them.
     var overwrite = false
     /// `-H`: sent with every URL.
@@ -51,9 +55,24 @@ struct Job: Sendable {
     var sha256: String?
     /// The URL's own `header=` lines (merged with `-H` when the request is made).
     var headers: [HeaderField]
-    /// Bytes already in the `.part` file that `-c` will ask the rest of.
+    /// Bytes already in the `.part` file whose rest will be asked for.
     var resumeOffset: Int64
+    /// Bytes of a `.part` file that will be discarded, and why (said on the start line).
+    var discardedPart: DiscardedPart?
     var plan: Plan
+
+    /// A `.part` file started over rather than resumed.
+    struct DiscardedPart: Sendable, Equatable {
+        var bytes: Int64
+        /// `--restart` asked for it; else the `.part` had no validator to make a resume safe.
+        var asked: Bool
+
+        var description: String {
+            asked
+                ? "starting over (--restart): discarding \(Format.bytes(bytes)) of .part"
+                : "starting over: the \(Format.bytes(bytes)) .part has no validator from an earlier curlq run; -c resumes it anyway"
+        }
+    }
 }
 
 /// Where a job's files go in the output folder.
@@ -92,7 +111,7 @@ enum BatchPlanner {
             let wanted = entry.out.map(SafeFileName.sanitize) ?? SafeFileName.from(url: entry.url)
             var job = Job(
                 index: index, url: entry.url, name: names.claim(wanted), priority: entry.priority,
-                sha256: entry.sha256, headers: entry.headers, resumeOffset: 0, plan: .download)
+                sha256: entry.sha256, headers: entry.headers, resumeOffset: 0, discardedPart: nil, plan: .download)
             job.plan = decide(&job, paths: paths, options: options)
             jobs.append(job)
         }
@@ -117,8 +136,16 @@ enum BatchPlanner {
             default: continue
             }
         }
-        if options.resume, FileKind.of(paths.part(job)) == .file {
-            job.resumeOffset = FileKind.size(paths.part(job)) ?? 0
+        let part = paths.part(job)
+        if FileKind.of(part) == .file, let size = FileKind.size(part), size > 0 {
+            // A `.part` with the validator the engine keeps with it (an ETag or Last-Modified)
+            // is resumed by default: If-Range makes the server send the whole file instead if it
+            // changed. Without one, only -c resumes it: nothing says it is the start of this file.
+            if !options.restart, options.resume || FileKind.hasPartValidator(part) {
+                job.resumeOffset = size
+            } else {
+                job.discardedPart = Job.DiscardedPart(bytes: size, asked: options.restart)
+            }
         }
         return .download
     }
@@ -137,6 +164,13 @@ enum FileKind: Equatable {
         case S_IFLNK: return .symbolicLink
         default: return .other
         }
+    }
+
+    /// Whether the `.part` file at `path` carries the validator (a strong ETag or Last-Modified)
+    /// of the response it holds the start of, as `DestinationFile.validatorAttribute` in the
+    /// engine keeps it: the engine then sends it as If-Range when resuming.
+    static func hasPartValidator(_ path: String) -> Bool {
+        lgetxattr(path, "user.curlqueue.validator", nil, 0) > 0
     }
 
     /// The size of a file (following links), or nil.

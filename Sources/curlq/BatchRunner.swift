@@ -148,7 +148,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     }
 
     private func add(_ job: Job) {
-        var request = Request(url: job.url, destination: URL(fileURLWithPath: paths.download(job)), resume: options.resume)
+        var request = Request(url: job.url, destination: URL(fileURLWithPath: paths.download(job)), resume: job.resumeOffset > 0)
         request.timeouts = Request.Timeouts(
             connect: options.connectTimeout.map(Self.duration) ?? .seconds(30),
             total: options.timeout.map(Self.duration))

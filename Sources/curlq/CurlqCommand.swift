@@ -11,7 +11,7 @@ struct Curlq: AsyncParsableCommand {
             EXAMPLES:
               curlq get -o downloads https://example.org/a.iso https://example.org/b.iso
               curlq get -i urls.txt -o downloads -j 8 --per-host 2 --retries 3
-              curlq get -c -i urls.txt -o downloads        # resume after Ctrl-C
+              curlq get -i urls.txt -o downloads           # again after Ctrl-C: resumes
               cat urls.txt | curlq get -i - --json > report.json
               curlq demo                                   # no network needed
 

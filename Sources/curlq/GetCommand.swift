@@ -30,7 +30,7 @@ struct GetCommand: AsyncParsableCommand {
             EXAMPLES:
               curlq get -o downloads https://example.org/a.iso https://example.org/b.iso
               curlq get -i urls.txt -o downloads -j 8 --per-host 2
-              curlq get -c -i urls.txt -o downloads     # resume after Ctrl-C
+              curlq get -i urls.txt -o downloads        # again after Ctrl-C: resumes
               curlq get --json -q -i - < urls.txt > report.json
 
             EXIT STATUS: 0 every file downloaded or already there; 1 one or more failed; \
@@ -75,8 +75,11 @@ struct GetCommand: AsyncParsableCommand {
     var connectTimeout: Double?
 
     @Flag(name: [.customShort("c"), .customLong("continue")],
-          help: "Resume NAME.part files left by an earlier run (with Range); without it they start over.")
+          help: "Resume every NAME.part file, even one without the validator curlq keeps with it (resumed by default).")
     var resume = false
+
+    @Flag(help: "Start every file over, discarding its NAME.part file.")
+    var restart = false
 
     @Flag(help: "Replace files that already exist; without it they are skipped and reported as such.")
     var overwrite = false
@@ -101,6 +104,7 @@ struct GetCommand: AsyncParsableCommand {
     func validate() throws {
         guard jobs >= 0 else { throw ValidationError("--jobs must be 0 (no limit) or more, not \(jobs)") }
         guard perHost >= 0 else { throw ValidationError("--per-host must be 0 (no limit) or more, not \(perHost)") }
+        guard !(resume && restart) else { throw ValidationError("-c/--continue and --restart contradict each other: give one") }
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more, not \(retries)") }
         _ = try Self.parseStatuses(retryHTTP)
         for (name, value) in [("--timeout", timeout), ("--connect-timeout", connectTimeout)] {
@@ -166,6 +170,7 @@ struct GetCommand: AsyncParsableCommand {
         options.timeout = timeout
         options.connectTimeout = connectTimeout
         options.resume = resume
+        options.restart = restart
         options.overwrite = overwrite
         options.headers = headers.compactMap { try? HeaderField.parse($0).get() }
         options.digestEverything = json
@@ -183,10 +188,10 @@ struct GetCommand: AsyncParsableCommand {
         for path in inputs {
             let name = path == "-" ? "standard input" : path
             let data: Data
-            do {
-                data = path == "-" ? try FileHandle.standardInput.readToEnd() ?? Data() : try Data(contentsOf: URL(fileURLWithPath: path))
-            } catch {
-                throw UsageError("cannot read the input file \(quoted(path)): \(Self.reason(error))")
+            // `/dev/stdin` is read as `-`: opening it again fails where standard input is a socket.
+            switch path == "-" || path == "/dev/stdin" ? Self.readAll(STDIN_FILENO) : Self.readAll(path) {
+            case .success(let bytes): data = bytes
+            case .failure(let error): throw UsageError("cannot read the input file \(quoted(path)): \(error.reason)")
             }
             do {
                 entries += try InputFile.parse(data, origin: name)
@@ -195,6 +200,40 @@ struct GetCommand: AsyncParsableCommand {
             }
         }
         return entries
+    }
+
+    /// A failed read, with `strerror`'s words for it.
+    struct ReadError: Error {
+        var reason: String
+        init(errno code: Int32) { reason = String(cString: strerror(code)) }
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// Everything in the file at `path` (a regular file, a FIFO such as `<(cmd)`, `/dev/stdin`,
+    /// a device), read with `read(2)` to its end: Foundation's `Data(contentsOf:)` refuses what
+    /// is not a regular file, and reported that as "permission denied".
+    static func readAll(_ path: String) -> Result<Data, ReadError> {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return .failure(ReadError(errno: errno)) }
+        defer { close(descriptor) }
+        var info = stat()
+        if fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { return .failure(ReadError("it is a folder")) }
+        return readAll(descriptor)
+    }
+
+    /// Everything readable from `descriptor` until its end.
+    static func readAll(_ descriptor: Int32) -> Result<Data, ReadError> {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count == 0 { return .success(data) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(ReadError(errno: errno))
+            }
+            data.append(contentsOf: buffer[0..<count])
+        }
     }
 
     /// The output folder as an absolute URL, created when missing.

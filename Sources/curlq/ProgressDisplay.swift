@@ -54,8 +54,14 @@ final class SilentDisplay: ProgressDisplay {
     func note(_ text: String, _ model: BatchModel) {}
 }
 
-/// How the log lines of both displays describe a finished file.
+/// How the log lines of both displays describe a file.
 enum ResultText {
+    /// What becomes of the file's `.part`: resumed or started over, or nil when there is none.
+    static func partFate(_ job: Job) -> String? {
+        if job.resumeOffset > 0 { return "resuming after \(Format.bytes(job.resumeOffset))" }
+        return job.discardedPart?.description
+    }
+
     static func detail(_ result: FileResult) -> String {
         let seconds = result.transferSeconds
         switch result.outcome {
@@ -81,8 +87,7 @@ final class LineDisplay: ProgressDisplay {
 
     func started(_ index: Int, _ model: BatchModel) {
         let job = model.jobs[index]
-        let resume = job.resumeOffset > 0 ? " (resuming after \(Format.bytes(job.resumeOffset)))" : ""
-        line("start", job.name, Format.url(job.url) + resume)
+        line("start", job.name, Format.url(job.url) + (ResultText.partFate(job).map { " (\($0))" } ?? ""))
     }
 
     func retrying(_ index: Int, attempt: Int, delay: Double, _ model: BatchModel) {
@@ -121,7 +126,10 @@ final class BarDisplay: ProgressDisplay {
         Terminal.paint(text, colour, enabled: colours)
     }
 
-    func started(_ index: Int, _ model: BatchModel) {}
+    func started(_ index: Int, _ model: BatchModel) {
+        let job = model.jobs[index]
+        if let fate = ResultText.partFate(job) { log.append(paint("→", .dim) + " \(Format.safe(job.name))  \(fate)") }
+    }
 
     func retrying(_ index: Int, attempt: Int, delay: Double, _ model: BatchModel) {
         log.append(paint("↻", .yellow) + " \(Format.safe(model.jobs[index].name))  attempt \(attempt) of \(model.maxAttempts) in \(Format.duration(delay))")

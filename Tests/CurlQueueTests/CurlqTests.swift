@@ -1013,3 +1013,96 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         }
     }
 }
+
+// MARK: - Traps that lose time or data (issue 22)
+
+@Suite struct CurlqTrapTests {
+    /// A `.part` that carries the validator the engine kept with it is resumed without `-c`
+    /// (If-Range sent, so a changed file comes whole); `--restart` starts over and says so.
+    @Test func aValidatedPartIsResumedByDefaultAndRestartStartsOver() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                // Version 1 of each file breaks after 60,000 bytes; with no retries that leaves a
+                // .part holding the validator "v1". Every later request gets a newer version.
+                for id in ["kept", "redone"] {
+                    let url = server.url("/versioned/\(id)?bytes=200000&closeFirst=60000").absoluteString
+                    let broken = try await curlq("get", "--retries", "0", "-o", folder.path, url)
+                    #expect(broken.status == 1, "\(broken)")
+                    let part = folder.appendingPathComponent("\(id).part").path
+                    #expect(FileKind.size(part) == 60_000)
+                    #expect(FileKind.hasPartValidator(part), "the engine kept no validator with \(part)")
+                }
+
+                // No -c: resumed, with If-Range; version 2 differs, so it comes whole and right.
+                let resumed = try await curlq("get", "--progress", "lines", "-o", folder.path,
+                                              server.url("/versioned/kept?bytes=200000").absoluteString)
+                #expect(resumed.status == 0, "\(resumed)")
+                #expect(resumed.stderr.contains("(resuming after 58.6 KiB)"), "\(resumed.stderr)")
+                let request = try #require(server.requests.last)
+                #expect(request.header("Range") == "bytes=60000-" && request.header("If-Range") == "\"v1\"")
+                #expect(contents(folder.appendingPathComponent("kept")) == FixtureServer.expectedBytes(offset: 1, count: 200_000))
+
+                // --restart: no Range, and the start line says why.
+                let restarted = try await curlq("get", "--restart", "--progress", "lines", "-o", folder.path,
+                                                server.url("/versioned/redone?bytes=200000").absoluteString)
+                #expect(restarted.status == 0, "\(restarted)")
+                #expect(restarted.stderr.contains("(starting over (--restart): discarding 58.6 KiB of .part)"), "\(restarted.stderr)")
+                #expect(server.requests.last?.header("Range") == nil)
+                #expect(contents(folder.appendingPathComponent("redone")) == FixtureServer.expectedBytes(offset: 1, count: 200_000))
+
+                let both = try await curlq("get", "-c", "--restart", "-o", folder.path, server.url("/bytes/10").absoluteString)
+                #expect(both.status == 2 && both.stderr.contains("contradict"), "\(both)")
+            }
+        }
+    }
+
+    /// A `.part` without a validator is not trusted without `-c`: it starts over, saying so.
+    @Test func aPartWithoutValidatorStartsOverAndSaysSo() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                try Data(repeating: 0xAA, count: 50_000).write(to: folder.appendingPathComponent("80000.part"))
+                let run = try await curlq("get", "--progress", "lines", "-o", folder.path, server.url("/bytes/80000").absoluteString)
+                #expect(run.status == 0, "\(run)")
+                #expect(run.stderr.contains("(starting over: the 48.8 KiB .part has no validator from an earlier curlq run; -c resumes it anyway)"),
+                        "\(run.stderr)")
+                #expect(server.requests.last?.header("Range") == nil)
+                #expect(contents(folder.appendingPathComponent("80000")) == FixtureServer.expectedBytes(count: 80_000))
+            }
+        }
+    }
+
+    /// Input files that are not regular files: a FIFO (what `<(cmd)` gives), /dev/stdin and
+    /// /dev/null are read like any file.
+    @Test func inputFromAFIFODevStdinAndDevNull() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let fifo = folder.appendingPathComponent("urls.fifo").path
+                #expect(mkfifo(fifo, 0o600) == 0)
+                let url = server.url("/bytes/300").absoluteString
+                // The writer blocks in open until curlq opens the FIFO for reading: that is its event.
+                let writer = Thread {
+                    let descriptor = open(fifo, O_WRONLY | O_CLOEXEC)
+                    guard descriptor >= 0 else { return }
+                    Output.write(url + "\n", to: descriptor)
+                    close(descriptor)
+                }
+                writer.start()
+                let fromFIFO = try await curlq("get", "-o", folder.appendingPathComponent("a").path, "-i", fifo)
+                #expect(fromFIFO.status == 0, "\(fromFIFO)")
+                #expect(contents(folder.appendingPathComponent("a/300")) == FixtureServer.expectedBytes(count: 300))
+
+                let fromStdin = try await curlq("get", "-o", folder.appendingPathComponent("b").path, "-i", "/dev/stdin",
+                                                input: url + "\n")
+                #expect(fromStdin.status == 0, "\(fromStdin)")
+                #expect(contents(folder.appendingPathComponent("b/300")) == FixtureServer.expectedBytes(count: 300))
+
+                let empty = try await curlq("get", "-o", folder.appendingPathComponent("c").path, "-i", "/dev/null", url)
+                #expect(empty.status == 0, "\(empty)")
+                #expect(contents(folder.appendingPathComponent("c/300")) == FixtureServer.expectedBytes(count: 300))
+
+                let missing = try await curlq("get", "-i", folder.appendingPathComponent("nothing-here").path)
+                #expect(missing.status == 2 && missing.stderr.contains("No such file or directory"), "\(missing)")
+            }
+        }
+    }
+}
