@@ -9,9 +9,9 @@ struct Curlq: AsyncParsableCommand {
         abstract: "Download many files at once over HTTP(S), with retries, resume and a live display.",
         discussion: """
             EXAMPLES:
-              curlq get -o downloads https://example.org/a.iso https://example.org/b.iso
-              curlq get -i urls.txt -o downloads -j 8 --per-host 2 --retries 3
-              curlq get -i urls.txt -o downloads           # again after Ctrl-C: resumes
+              curlq get -d downloads https://example.org/a.iso https://example.org/b.iso
+              curlq get -i urls.txt -d downloads -j 8 --per-host 2 --retries 3
+              curlq get -i urls.txt -d downloads           # again after Ctrl-C: resumes
               cat urls.txt | curlq get -i - --json > report.json
               curlq demo                                   # no network needed
 

@@ -28,9 +28,10 @@ struct GetCommand: AsyncParsableCommand {
             nothing is ever written outside the output folder.
 
             EXAMPLES:
-              curlq get -o downloads https://example.org/a.iso https://example.org/b.iso
-              curlq get -i urls.txt -o downloads -j 8 --per-host 2
-              curlq get -i urls.txt -o downloads        # again after Ctrl-C: resumes
+              curlq get -d downloads https://example.org/a.iso https://example.org/b.iso
+              curlq get -o disk.iso https://example.org/images/disk-1.iso
+              curlq get -i urls.txt -d downloads -j 8 --per-host 2
+              curlq get -i urls.txt -d downloads        # again after Ctrl-C: resumes
               curlq get --json -q -i - < urls.txt > report.json
 
             EXIT STATUS: 0 every file downloaded or already there; 1 one or more failed; \
@@ -45,9 +46,19 @@ struct GetCommand: AsyncParsableCommand {
             help: ArgumentHelp("Read URLs and their options from FILE ('-' for standard input). Repeatable.", valueName: "FILE"))
     var inputs: [String] = []
 
-    @Option(name: [.customShort("o"), .customLong("dir")],
+    // MARK: Where files go (issue 22, trap 5: -o is a file as in curl, -d the folder as in aria2c)
+
+    @Option(name: [.customShort("d"), .customLong("dir")],
             help: ArgumentHelp("Folder to download into; created when missing.", valueName: "DIR"))
     var directory: String = "."
+
+    @Option(name: [.customShort("o"), .customLong("output")],
+            help: ArgumentHelp("The file to write the one URL to, as curl's -o (relative to -d). For a folder, use -d.", valueName: "FILE"))
+    var output: String?
+
+    @Flag(name: [.customShort("O"), .customLong("remote-name")],
+          help: "Name each file after its URL's last path segment (what curlq always does; accepted as curl's -O).")
+    var remoteName = false
 
     @Option(name: [.customShort("j"), .customLong("jobs")],
             help: ArgumentHelp("Transfers at once; 0 means no limit.", valueName: "N"))
@@ -160,8 +171,14 @@ struct GetCommand: AsyncParsableCommand {
         guard !urls.isEmpty || !inputs.isEmpty else {
             throw UsageError("give at least one URL, or an input file with -i (see curlq get --help)")
         }
-        let entries = try readEntries()
-        var options = BatchOptions(directory: try prepareFolder())
+        var entries = try readEntries()
+        var folder = directory
+        if let output {
+            let (outputFolder, name) = try Self.split(output: output, count: entries.count, directory: directory)
+            folder = outputFolder
+            entries[0].out = name
+        }
+        var options = BatchOptions(directory: try prepareFolder(folder))
         options.jobs = jobs
         options.perHost = perHost
         options.order = order == .lifo ? .lastInFirstOut : .firstInFirstOut
@@ -236,8 +253,25 @@ struct GetCommand: AsyncParsableCommand {
         }
     }
 
+    /// `-o FILE`: the folder it goes into (FILE's own folder, under `directory` when relative)
+    /// and its name. Only for exactly one URL, and never a folder: the old `-o DIR` must not
+    /// turn quietly into a file named DIR.
+    static func split(output: String, count: Int, directory: String) throws -> (folder: String, name: String) {
+        guard count == 1 else {
+            throw UsageError("-o names the file for one URL (as curl's -o), but there are \(count); to download them into a folder, use -d \(quoted(output))")
+        }
+        let path = output.hasPrefix("/") || directory == "." ? output : directory + "/" + output
+        let name = (output as NSString).lastPathComponent
+        if output.hasSuffix("/") || name == "." || name == ".." || name.isEmpty || FileKind.of(path) == .directory
+            || (FileKind.of(path) == .symbolicLink && FileKind.of(URL(fileURLWithPath: path).resolvingSymlinksInPath().path) == .directory) {
+            throw UsageError("-o names a file, and \(quoted(output)) is a folder; to download into a folder, use -d \(quoted(output))")
+        }
+        let parent = (path as NSString).deletingLastPathComponent
+        return (parent.isEmpty ? "." : parent, name)
+    }
+
     /// The output folder as an absolute URL, created when missing.
-    func prepareFolder() throws -> URL {
+    func prepareFolder(_ directory: String) throws -> URL {
         let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
         switch FileKind.of(folder.path) {
         case .directory:

@@ -296,7 +296,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                     (["get", "-i", folder.appendingPathComponent("missing.txt").path], "cannot read the input file"),
                     (["get", "-i", folder.path], "cannot read the input file"),
                     (["get", "-i", input.path, good], "urls.txt:5: priority must be high, normal or low"),
-                    (["get", "-o", input.path, good], "is not a folder"),
+                    (["get", "-d", input.path, good], "is not a folder"),
                     (["frobnicate"], "Unexpected argument 'frobnicate'"),
                 ]
                 for (arguments, message) in cases {
@@ -305,7 +305,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                     #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
                     #expect(run.stdout.isEmpty)
                 }
-                let stdin = try await curlq("get", "-o", folder.path, "-i", "-", input: "\(good)\n\n  header=Bad Header\n")
+                let stdin = try await curlq("get", "-d", folder.path, "-i", "-", input: "\(good)\n\n  header=Bad Header\n")
                 #expect(stdin.status == 2)
                 #expect(stdin.stderr.contains("standard input:3:"), "\(stdin.stderr)")
                 #expect(server.requests.isEmpty, "a usage error sent \(server.requests.count) request(s)")
@@ -320,7 +320,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         try await withServer { server in
             try await withFolder { folder in
                 let target = folder.appendingPathComponent("new/nested")
-                let run = try await curlq("get", "-o", target.path, "--progress", "lines",
+                let run = try await curlq("get", "-d", target.path, "--progress", "lines",
                                           server.url("/bytes/300000").absoluteString, server.url("/bytes/5?chunked=1").absoluteString)
                 #expect(run.status == 0, "\(run)")
                 #expect(run.stdout.isEmpty)
@@ -361,7 +361,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                     \(server.url("/bytes/10"))
                         priority=low
                     """.write(to: input, atomically: true, encoding: .utf8)
-                let run = try await curlq("get", "-i", input.path, "-o", folder.appendingPathComponent("out").path)
+                let run = try await curlq("get", "-i", input.path, "-d", folder.appendingPathComponent("out").path)
                 #expect(run.status == 0, "\(run)")
                 let out = folder.appendingPathComponent("out")
                 #expect(files(in: out) == ["10", "echo.json", "seventy.bin"])
@@ -377,7 +377,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         try await withServer { server in
             try await withFolder { folder in
                 let input = "\(server.url("/bytes/1000"))\n  out=one\n\(server.url("/bytes/2000"))\n"
-                let run = try await curlq("get", "-i", "-", "-o", folder.path, "--progress", "none", input: input)
+                let run = try await curlq("get", "-i", "-", "-d", folder.path, "--progress", "none", input: input)
                 #expect(run.status == 0, "\(run)")
                 #expect(files(in: folder) == ["2000", "one"])
                 #expect(!run.stderr.contains("start "), "--progress none printed progress lines")
@@ -390,7 +390,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         try await withServer { server in
             try await withFolder { folder in
                 let run = try await withRefusingPort { port in
-                    try await curlq("get", "-o", folder.path, "--retries", "0", server.url("/bytes/100").absoluteString,
+                    try await curlq("get", "-d", folder.path, "--retries", "0", server.url("/bytes/100").absoluteString,
                                     server.url("/status/404").absoluteString, "http://127.0.0.1:\(port)/nothing-listens")
                 }
                 #expect(run.status == 1, "\(run)")
@@ -398,7 +398,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 #expect(run.stderr.contains("404: HTTP 404 Not Found (\(server.url("/status/404")))"), "\(run.stderr)")
                 #expect(run.stderr.contains("nothing-listens: CURLE_COULDNT_CONNECT"), "\(run.stderr)")
                 #expect(run.stderr.contains("1 downloaded, 2 failed of 3 files"))
-                let quiet = try await curlq("get", "-q", "-o", folder.path, "--overwrite", server.url("/status/404").absoluteString)
+                let quiet = try await curlq("get", "-q", "-d", folder.path, "--overwrite", server.url("/status/404").absoluteString)
                 #expect(quiet.status == 1)
                 #expect(quiet.stderr == "curlq: failed: 404: HTTP 404 Not Found (\(server.url("/status/404")))\n", "\(quiet.stderr)")
             }
@@ -412,7 +412,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         try await withServer { server in
             try await withFolder { folder in
                 let base = "http://reader:s3cr3t@127.0.0.1:\(server.port)"
-                let run = try await curlq("get", "-o", folder.path, "--retries", "0", "--progress", "lines", "--json",
+                let run = try await curlq("get", "-d", folder.path, "--retries", "0", "--progress", "lines", "--json",
                                           base + "/bytes/100", base + "/status/404?private_token=QTOKEN&page=2")
                 #expect(run.status == 1, "\(run)")
                 #expect(files(in: folder) == ["100"])
@@ -439,7 +439,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                       out=good.bin
                       sha256=\(right.uppercased())
                     """
-                let run = try await curlq("get", "-i", "-", "-o", folder.path, "--json", input: input)
+                let run = try await curlq("get", "-i", "-", "-d", folder.path, "--json", input: input)
                 #expect(run.status == 1, "\(run)")
                 #expect(files(in: folder) == ["good.bin"], "bad.bin or its working files were kept")
                 #expect(run.stderr.contains("bad.bin: sha256 mismatch: expected \(wrong), got \(right)"), "\(run.stderr)")
@@ -450,7 +450,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 #expect(reports[1]["sha256"] as? String == right)
                 #expect(reports[1]["error"] is NSNull)
                 // An existing file is checked too, and not replaced without --overwrite.
-                let again = try await curlq("get", "-i", "-", "-o", folder.path, input: input.replacingOccurrences(of: right.uppercased(), with: wrong))
+                let again = try await curlq("get", "-i", "-", "-d", folder.path, input: input.replacingOccurrences(of: right.uppercased(), with: wrong))
                 #expect(again.status == 1)
                 #expect(again.stderr.contains("good.bin is already there but its sha256 is \(right)"), "\(again.stderr)")
                 #expect(contents(folder.appendingPathComponent("good.bin")) == FixtureServer.expectedBytes(count: 50_000))
@@ -470,7 +470,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                       out=../../.hidden
                     \(server.baseURL)/flaky/%2E%2E
                     """
-                let run = try await curlq("get", "-i", "-", "-o", folder.path, "--retries", "1", input: input)
+                let run = try await curlq("get", "-i", "-", "-d", folder.path, "--retries", "1", input: input)
                 #expect(run.status == 0, "\(run)")
                 #expect(files(in: parent) == ["downloads"], "something was written outside the folder")
                 #expect(files(in: folder) == ["etc_passwd", "hidden", "index.html", "x"])
@@ -484,7 +484,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         try await withServer { server in
             try await withFolder { folder in
                 let redirect = server.url("/redirect?to=%2Fbytes%2F20").absoluteString
-                let run = try await curlq("get", "-o", folder.path, server.url("/bytes/30?a=1").absoluteString,
+                let run = try await curlq("get", "-d", folder.path, server.url("/bytes/30?a=1").absoluteString,
                                           server.url("/bytes/30?a=2").absoluteString, server.url("/bytes/30?a=3").absoluteString, redirect)
                 #expect(run.status == 0, "\(run)")
                 #expect(files(in: folder) == ["30", "30.1", "30.2", "redirect"])
@@ -499,7 +499,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 let existing = folder.appendingPathComponent("400")
                 try Data("mine".utf8).write(to: existing)
                 let url = server.url("/bytes/400").absoluteString
-                let skipped = try await curlq("get", "-o", folder.path, "--progress", "lines", "--json", url)
+                let skipped = try await curlq("get", "-d", folder.path, "--progress", "lines", "--json", url)
                 #expect(skipped.status == 0, "\(skipped)")
                 #expect(skipped.stderr.contains("skipped  400  already there"), "\(skipped.stderr)")
                 #expect(skipped.stderr.contains("1 already there"))
@@ -510,7 +510,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 #expect(report["bytes"] as? Int == 4)
                 #expect(report["sha256"] as? String == SHA256.hex(of: Array("mine".utf8)))
 
-                let replaced = try await curlq("get", "-o", folder.path, "--overwrite", url)
+                let replaced = try await curlq("get", "-d", folder.path, "--overwrite", url)
                 #expect(replaced.status == 0, "\(replaced)")
                 #expect(contents(existing) == FixtureServer.expectedBytes(count: 400))
             }
@@ -524,7 +524,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 let part = folder.appendingPathComponent("200000.part")
                 // Without -c, a .part (here of the wrong content) is not trusted: it starts over.
                 try Data(repeating: 0xAA, count: 50_000).write(to: part)
-                let fresh = try await curlq("get", "-o", folder.path, server.url("/bytes/200000").absoluteString)
+                let fresh = try await curlq("get", "-d", folder.path, server.url("/bytes/200000").absoluteString)
                 #expect(fresh.status == 0, "\(fresh)")
                 #expect(contents(folder.appendingPathComponent("200000")) == body)
                 #expect(server.requests.last?.header("Range") == nil)
@@ -532,7 +532,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
 
                 // With -c and --overwrite, an existing file is replaced and its .part resumed.
                 try Data(body[0..<80_000]).write(to: part)
-                let resumed = try await curlq("get", "-c", "--overwrite", "--progress", "lines", "-o", folder.path,
+                let resumed = try await curlq("get", "-c", "--overwrite", "--progress", "lines", "-d", folder.path,
                                               server.url("/bytes/200000").absoluteString)
                 #expect(resumed.status == 0, "\(resumed)")
                 #expect(server.requests.last?.header("Range") == "bytes=80000-")
@@ -559,7 +559,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                     try Data(whole[0..<999]).write(to: folder.appendingPathComponent("nearly-\(n).part"))
                     names += ["empty-\(n)", "nearly-\(n)"]
                 }
-                let run = try await curlq("get", "-c", "-j", "8", "--progress", "lines", "-o", folder.path, "-i", "-",
+                let run = try await curlq("get", "-c", "-j", "8", "--progress", "lines", "-d", folder.path, "-i", "-",
                                           input: input)
                 #expect(run.status == 0, "\(run)")
                 let lines = run.stderr.split(separator: "\n").map(String.init)
@@ -594,7 +594,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
             try await withFolder { folder in
                 let body = FixtureServer.expectedBytes(count: 200_000)
                 try Data(body[0..<150_000]).write(to: folder.appendingPathComponent("200000.part"))
-                let run = try await curlq("get", "-c", "--progress", "lines", "-o", folder.path,
+                let run = try await curlq("get", "-c", "--progress", "lines", "-d", folder.path,
                                           server.url("/bytes/200000?norange=1").absoluteString)
                 #expect(run.status == 0, "\(run)")
                 #expect(server.requests.last?.header("Range") == "bytes=150000-")
@@ -614,7 +614,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 // The slow file holds at 30,000 bytes until gate "slow" opens, which the first
                 // run never sees: it is interrupted however busy the machine is.
                 let slow = server.url("/bytes/400000?chunk=10000&holdAt=30000&gate=slow").absoluteString
-                let arguments = ["get", "-o", folder.path, "-j", "2", "--json", "--progress", "lines",
+                let arguments = ["get", "-d", folder.path, "-j", "2", "--json", "--progress", "lines",
                                  server.url("/bytes/5000").absoluteString, slow, server.url("/gate/later").absoluteString]
                 let process = try CurlqProcess(arguments)
                 let part = folder.appendingPathComponent("400000.part")
@@ -663,7 +663,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 // Three files that pause at 30,000 bytes until gate "go" opens, two that finish.
                 let held = (1...3).map { server.url("/bytes/\(200_000 + $0)?chunk=10000&holdAt=30000&gate=go").absoluteString }
                 let quick = (1...2).map { server.url("/bytes/\(5_000 + $0)").absoluteString }
-                let arguments = ["get", "-o", folder.path, "-j", "5", "--progress", "none"] + quick + held
+                let arguments = ["get", "-d", folder.path, "-j", "5", "--progress", "none"] + quick + held
                 let process = try CurlqProcess(arguments)
                 for index in 1...3 {
                     let part = folder.appendingPathComponent("\(200_000 + index).part")
@@ -688,7 +688,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
 
                 server.openGate("go")
                 server.resetStatistics()
-                let resumed = try await curlq(["get", "-c", "-o", folder.path, "-j", "5", "--progress", "none"] + quick + held)
+                let resumed = try await curlq(["get", "-c", "-d", folder.path, "-j", "5", "--progress", "none"] + quick + held)
                 #expect(resumed.status == 0, "\(resumed)")
                 #expect(files(in: folder) == ["200001", "200002", "200003", "5001", "5002"])
                 for name in files(in: folder) {
@@ -704,7 +704,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
     @Test func sigtermCancelsPrintsTheSummaryAndExits143() async throws {
         try await withServer { server in
             try await withFolder { folder in
-                let process = try CurlqProcess(["get", "-o", folder.path, "--progress", "bar", server.url("/gate/never").absoluteString])
+                let process = try CurlqProcess(["get", "-d", folder.path, "--progress", "bar", server.url("/gate/never").absoluteString])
                 try await server.waitForRequests(pathPrefix: "/gate/", count: 1)
                 process.send(SIGTERM)
                 let run = await process.finish()
@@ -723,7 +723,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         try await withServer { server in
             try await withFolder { folder in
                 func get(_ arguments: String...) async throws -> CurlqRun {
-                    try await curlq(["get", "-o", folder.path, "--json", "--overwrite"] + arguments)
+                    try await curlq(["get", "-d", folder.path, "--json", "--overwrite"] + arguments)
                 }
                 // Two 503s: 2 retries are enough, 1 is not.
                 let enough = try await get("--retries", "2", server.url("/flaky/a?failures=2").absoluteString)
@@ -767,7 +767,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
             try await withFolder { folder in
                 // 100 chunks, one every 100 ms: 10 s. With a 1 s limit per file, the 5 default
                 // retries must not turn it into 6 s.
-                let run = try await curlq("get", "-o", folder.path, "--timeout", "1", "--json",
+                let run = try await curlq("get", "-d", folder.path, "--timeout", "1", "--json",
                                           server.url("/bytes/100000?drip=100&chunk=1000").absoluteString)
                 #expect(run.status == 1, "\(run)")
                 let report = try #require(try run.jsonFiles().first)
@@ -794,7 +794,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 }
             }
             let port = UInt16(bigEndian: address.sin_port)
-            let run = try await curlq("get", "-o", folder.path, "--connect-timeout", "1", "--retries", "0",
+            let run = try await curlq("get", "-d", folder.path, "--connect-timeout", "1", "--retries", "0",
                                       "http://127.0.0.1:\(port)/hangs")
             #expect(run.status == 1, "\(run)")
             #expect(run.stderr.contains("CURLE_OPERATION_TIMEDOUT"), "\(run.stderr)")
@@ -811,14 +811,14 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 // answer before opening more connections, and the delayed ones must overlap.
                 let warmUp = server.url("/bytes/1").absoluteString
                 let slow = (1...4).map { server.url("/bytes/1000?delay=300&n=\($0)").absoluteString }
-                let two = try await curlq(["get", "-o", folder.appendingPathComponent("a").path, "-j", "2", warmUp] + slow)
+                let two = try await curlq(["get", "-d", folder.appendingPathComponent("a").path, "-j", "2", warmUp] + slow)
                 #expect(two.status == 0, "\(two)")
                 #expect(server.peakConcurrency == 2)
 
                 server.resetStatistics()
                 let local = { (url: String) in url.replacingOccurrences(of: "127.0.0.1", with: "localhost") }
                 let twoHosts = [warmUp, local(warmUp)] + slow[0...1] + slow[2...3].map(local)
-                let perHost = try await curlq(["get", "-o", folder.appendingPathComponent("b").path, "-j", "4", "--per-host", "1"] + twoHosts)
+                let perHost = try await curlq(["get", "-d", folder.appendingPathComponent("b").path, "-j", "4", "--per-host", "1"] + twoHosts)
                 #expect(perHost.status == 0, "\(perHost)")
                 #expect(server.peakConcurrency == 2, "one transfer per host, two hosts")
 
@@ -826,7 +826,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 // as transfers to one host wait for its first answer before opening more connections.
                 var servers: [FixtureServer] = []
                 for _ in 0..<5 { servers.append(try await FixtureServer.start()) }
-                let process = try CurlqProcess(["get", "-o", folder.appendingPathComponent("c").path, "-j", "0"]
+                let process = try CurlqProcess(["get", "-d", folder.appendingPathComponent("c").path, "-j", "0"]
                                                + servers.map { $0.url("/gate/all").absoluteString })
                 for gated in servers { try await gated.waitForRequests(pathPrefix: "/gate/", count: 1) }
                 for gated in servers { gated.openGate("all") }
@@ -843,7 +843,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
             try await withFolder { folder in
                 func startOrder(_ arguments: [String], input: String? = nil) async throws -> [String] {
                     server.resetStatistics()
-                    let run = try await curlq(["get", "-j", "1", "--overwrite", "-o", folder.path] + arguments, input: input)
+                    let run = try await curlq(["get", "-j", "1", "--overwrite", "-d", folder.path] + arguments, input: input)
                     #expect(run.status == 0, "\(run)")
                     return server.requests.compactMap { $0.uri.split(separator: "n=").last.map(String.init) }
                 }
@@ -884,7 +884,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                       header=X-C: 4
                       header=X-C: 5
                     """
-                let run = try await curlq("get", "-i", "-", "-o", folder.path, "-H", "X-A: 1", "-H", "X-B:  2 ", input: input)
+                let run = try await curlq("get", "-i", "-", "-d", folder.path, "-H", "X-A: 1", "-H", "X-B:  2 ", input: input)
                 #expect(run.status == 0, "\(run)")
                 func headers(_ name: String) throws -> [[String]] {
                     let object = try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent(name)))
@@ -902,7 +902,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
             try await withServer { other in
                 try await withFolder { folder in
                     let target = other.url("/bytes/20").absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-                    let run = try await curlq("get", "-o", folder.path, "-H", "X-Api-Key: secret", "-H", "Accept: */*",
+                    let run = try await curlq("get", "-d", folder.path, "-H", "X-Api-Key: secret", "-H", "Accept: */*",
                                               server.url("/redirect?to=\(target)").absoluteString)
                     #expect(run.status == 0, "\(run)")
                     #expect(contents(folder.appendingPathComponent("redirect")) == FixtureServer.expectedBytes(count: 20))
@@ -926,7 +926,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                         \(server.url("/bytes/1"))
                           out=there
                         """
-                    return try await curlq("get", "-i", "-", "-o", folder.path, "--json", "--retries", "0", "--progress", "lines", input: input)
+                    return try await curlq("get", "-i", "-", "-d", folder.path, "--json", "--retries", "0", "--progress", "lines", input: input)
                 }
                 #expect(run.status == 1, "\(run)")
                 let object = try run.json()  // stdout holds the JSON alone
@@ -959,13 +959,13 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         try await withServer { server in
             try await withFolder { folder in
                 let url = server.url("/flaky/p?failures=1&bytes=2000").absoluteString
-                let lines = try await curlq("get", "-o", folder.appendingPathComponent("lines").path, url)  // auto, not a terminal
+                let lines = try await curlq("get", "-d", folder.appendingPathComponent("lines").path, url)  // auto, not a terminal
                 #expect(lines.status == 0)
                 let words = lines.stderr.split(separator: "\n").map { $0.split(separator: " ").first.map(String.init) ?? "" }
                 #expect(Array(words.prefix(3)) == ["start", "retry", "done"], "\(lines.stderr)")
                 #expect(!lines.stderr.contains("\u{1B}["), "escape codes on a non-terminal")
 
-                let bar = try await curlq("get", "-o", folder.appendingPathComponent("bar").path, "--progress", "bar",
+                let bar = try await curlq("get", "-d", folder.appendingPathComponent("bar").path, "--progress", "bar",
                                           server.url("/bytes/300000?drip=100&chunk=30000").absoluteString)  // 1 s: several frames
                 #expect(bar.status == 0)
                 #expect(bar.stderr.hasPrefix(Terminal.hideCursor), "\(bar.stderr.debugDescription)")
@@ -974,7 +974,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 #expect(bar.stderr.contains("0 of 1 files"), "no overall line")
                 #expect(bar.stderr.contains("✓ 300000  293 KiB in"), "the finished file is not listed")
 
-                let none = try await curlq("get", "-o", folder.appendingPathComponent("none").path, "--progress", "none", url)
+                let none = try await curlq("get", "-d", folder.appendingPathComponent("none").path, "--progress", "none", url)
                 #expect(none.status == 0)
                 #expect(none.stderr.hasPrefix("Done in"), "\(none.stderr)")
             }
@@ -997,13 +997,13 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         try await withServer { server in
             try await withFolder { folder in
                 let many = (0..<10_000).map { "\(server.url("/bytes/100?n=\($0)"))\n  out=f\($0)\n" }.joined()
-                let small = try await curlq("get", "-i", "-", "-o", folder.appendingPathComponent("many").path, "-j", "16",
+                let small = try await curlq("get", "-i", "-", "-d", folder.appendingPathComponent("many").path, "-j", "16",
                                             "--progress", "none", input: many)
                 #expect(small.status == 0, "\(small.stderr.prefix(2000))")
                 #expect(files(in: folder.appendingPathComponent("many")).count == 10_000)
                 #expect(small.peakMemoryKiB < 64 * 1024, "peak \(small.peakMemoryKiB) KiB for 10,000 files")
 
-                let big = try await curlq("get", "-o", folder.appendingPathComponent("big").path, "--progress", "none",
+                let big = try await curlq("get", "-d", folder.appendingPathComponent("big").path, "--progress", "none",
                                           server.url("/bytes/1073741824?chunk=1048576").absoluteString)
                 #expect(big.status == 0, "\(big)")
                 let size = try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent("big/1073741824").path)[.size] as? NSNumber
@@ -1026,7 +1026,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 // .part holding the validator "v1". Every later request gets a newer version.
                 for id in ["kept", "redone"] {
                     let url = server.url("/versioned/\(id)?bytes=200000&closeFirst=60000").absoluteString
-                    let broken = try await curlq("get", "--retries", "0", "-o", folder.path, url)
+                    let broken = try await curlq("get", "--retries", "0", "-d", folder.path, url)
                     #expect(broken.status == 1, "\(broken)")
                     let part = folder.appendingPathComponent("\(id).part").path
                     #expect(FileKind.size(part) == 60_000)
@@ -1034,7 +1034,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 }
 
                 // No -c: resumed, with If-Range; version 2 differs, so it comes whole and right.
-                let resumed = try await curlq("get", "--progress", "lines", "-o", folder.path,
+                let resumed = try await curlq("get", "--progress", "lines", "-d", folder.path,
                                               server.url("/versioned/kept?bytes=200000").absoluteString)
                 #expect(resumed.status == 0, "\(resumed)")
                 #expect(resumed.stderr.contains("(resuming after 58.6 KiB)"), "\(resumed.stderr)")
@@ -1043,14 +1043,14 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 #expect(contents(folder.appendingPathComponent("kept")) == FixtureServer.expectedBytes(offset: 1, count: 200_000))
 
                 // --restart: no Range, and the start line says why.
-                let restarted = try await curlq("get", "--restart", "--progress", "lines", "-o", folder.path,
+                let restarted = try await curlq("get", "--restart", "--progress", "lines", "-d", folder.path,
                                                 server.url("/versioned/redone?bytes=200000").absoluteString)
                 #expect(restarted.status == 0, "\(restarted)")
                 #expect(restarted.stderr.contains("(starting over (--restart): discarding 58.6 KiB of .part)"), "\(restarted.stderr)")
                 #expect(server.requests.last?.header("Range") == nil)
                 #expect(contents(folder.appendingPathComponent("redone")) == FixtureServer.expectedBytes(offset: 1, count: 200_000))
 
-                let both = try await curlq("get", "-c", "--restart", "-o", folder.path, server.url("/bytes/10").absoluteString)
+                let both = try await curlq("get", "-c", "--restart", "-d", folder.path, server.url("/bytes/10").absoluteString)
                 #expect(both.status == 2 && both.stderr.contains("contradict"), "\(both)")
             }
         }
@@ -1061,12 +1061,38 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         try await withServer { server in
             try await withFolder { folder in
                 try Data(repeating: 0xAA, count: 50_000).write(to: folder.appendingPathComponent("80000.part"))
-                let run = try await curlq("get", "--progress", "lines", "-o", folder.path, server.url("/bytes/80000").absoluteString)
+                let run = try await curlq("get", "--progress", "lines", "-d", folder.path, server.url("/bytes/80000").absoluteString)
                 #expect(run.status == 0, "\(run)")
                 #expect(run.stderr.contains("(starting over: the 48.8 KiB .part has no validator from an earlier curlq run; -c resumes it anyway)"),
                         "\(run.stderr)")
                 #expect(server.requests.last?.header("Range") == nil)
                 #expect(contents(folder.appendingPathComponent("80000")) == FixtureServer.expectedBytes(count: 80_000))
+            }
+        }
+    }
+
+    /// `-o` names the file for one URL, as curl's does (relative to -d); `-d` is the folder;
+    /// `-O` is accepted from habit. The old `-o DIR` is refused rather than made a file.
+    @Test func dashOIsTheFileAndDashDTheFolder() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let url = server.url("/bytes/3000").absoluteString
+                let named = try await curlq("get", "-O", "-o", "myfile.bin", url, in: folder)
+                #expect(named.status == 0, "\(named)")
+                #expect(files(in: folder) == ["myfile.bin"])
+                #expect(contents(folder.appendingPathComponent("myfile.bin")) == FixtureServer.expectedBytes(count: 3000))
+
+                let nested = try await curlq("get", "-d", folder.path, "-o", "sub/other.bin", url)
+                #expect(nested.status == 0, "\(nested)")
+                #expect(contents(folder.appendingPathComponent("sub/other.bin")) == FixtureServer.expectedBytes(count: 3000))
+
+                let before = server.requests.count
+                let two = try await curlq("get", "-o", folder.appendingPathComponent("x").path, url, url)
+                #expect(two.status == 2 && two.stderr.contains("-o names the file for one URL"), "\(two)")
+                let intoFolder = try await curlq("get", "-o", folder.path, url)
+                #expect(intoFolder.status == 2 && intoFolder.stderr.contains("use -d"), "\(intoFolder)")
+                #expect(server.requests.count == before)
+                #expect(files(in: folder) == ["myfile.bin", "sub"])
             }
         }
     }
@@ -1087,16 +1113,16 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                     close(descriptor)
                 }
                 writer.start()
-                let fromFIFO = try await curlq("get", "-o", folder.appendingPathComponent("a").path, "-i", fifo)
+                let fromFIFO = try await curlq("get", "-d", folder.appendingPathComponent("a").path, "-i", fifo)
                 #expect(fromFIFO.status == 0, "\(fromFIFO)")
                 #expect(contents(folder.appendingPathComponent("a/300")) == FixtureServer.expectedBytes(count: 300))
 
-                let fromStdin = try await curlq("get", "-o", folder.appendingPathComponent("b").path, "-i", "/dev/stdin",
+                let fromStdin = try await curlq("get", "-d", folder.appendingPathComponent("b").path, "-i", "/dev/stdin",
                                                 input: url + "\n")
                 #expect(fromStdin.status == 0, "\(fromStdin)")
                 #expect(contents(folder.appendingPathComponent("b/300")) == FixtureServer.expectedBytes(count: 300))
 
-                let empty = try await curlq("get", "-o", folder.appendingPathComponent("c").path, "-i", "/dev/null", url)
+                let empty = try await curlq("get", "-d", folder.appendingPathComponent("c").path, "-i", "/dev/null", url)
                 #expect(empty.status == 0, "\(empty)")
                 #expect(contents(folder.appendingPathComponent("c/300")) == FixtureServer.expectedBytes(count: 300))
 
