@@ -33,6 +33,8 @@ struct BatchOptions: Sendable {
     var headers: [HeaderField] = []
     /// Compute the sha256 of every file (for `--json`), not only the ones to verify.
     var digestEverything = false
+    /// `--cacert`, `--capath`, `--pinnedpubkey`, `-k`.
+    var tls = Request.TLSOptions()
 }
 
 /// One file of the batch, with everything decided before the first request. Kept small:

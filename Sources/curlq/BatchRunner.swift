@@ -152,6 +152,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         request.timeouts = Request.Timeouts(
             connect: options.connectTimeout.map(Self.duration) ?? .seconds(30),
             total: options.timeout.map(Self.duration))
+        request.tls = options.tls
         for header in HeaderField.merge(global: options.headers, own: job.headers) { request.addHeader(header.name, header.value) }
         let operation = RequestOperation(request: request)
         operation.autoRetry = true

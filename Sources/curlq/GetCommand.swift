@@ -60,6 +60,24 @@ struct GetCommand: AsyncParsableCommand {
           help: "Name each file after its URL's last path segment (what curlq always does; accepted as curl's -O).")
     var remoteName = false
 
+    // MARK: TLS trust (issue 22, trap 4: curl's options and environment variables)
+
+    @Option(name: .customLong("cacert"),
+            help: ArgumentHelp("PEM file of CA certificates to trust instead of the system's, as curl's --cacert (default: $CURL_CA_BUNDLE, else $SSL_CERT_FILE).", valueName: "FILE"))
+    var caCert: String?
+
+    @Option(name: .customLong("capath"),
+            help: ArgumentHelp("Folder of hashed CA certificates (c_rehash) to trust (default: $SSL_CERT_DIR).", valueName: "DIR"))
+    var caPath: String?
+
+    @Option(name: .customLong("pinnedpubkey"),
+            help: ArgumentHelp("The server's public key must match: sha256//BASE64 (several joined with ';') or a PEM/DER key file.", valueName: "KEY"))
+    var pinnedPublicKey: String?
+
+    @Flag(name: [.customShort("k"), .customLong("insecure")],
+          help: "INSECURE: accept any certificate for any host name (a warning is printed on every run). A --pinnedpubkey is still checked.")
+    var insecure = false
+
     @Option(name: [.customShort("j"), .customLong("jobs")],
             help: ArgumentHelp("Transfers at once; 0 means no limit.", valueName: "N"))
     var jobs: Int = 4
@@ -148,6 +166,9 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (jobs, options) = try makeBatch()
+        if insecure {
+            Output.error("curlq: warning: -k/--insecure: certificates are not checked; anyone on the network path can read and change these downloads\n")
+        }
         let display = quiet ? SilentDisplay() : makeDisplay(progress)
         let signals = SignalTrap()
         let runner = BatchRunner(jobs: jobs, options: options, display: display)
@@ -191,7 +212,33 @@ struct GetCommand: AsyncParsableCommand {
         options.overwrite = overwrite
         options.headers = headers.compactMap { try? HeaderField.parse($0).get() }
         options.digestEverything = json
+        options.tls = try tlsOptions(ProcessInfo.processInfo.environment)
         return (BatchPlanner.plan(entries, options: options), options)
+    }
+
+    /// `--cacert`, `--capath`, `--pinnedpubkey` and `-k`, with curl's environment variables as
+    /// defaults; a CA file or folder that is not there is a usage error naming where it came from.
+    func tlsOptions(_ environment: [String: String]) throws -> Request.TLSOptions {
+        func given(_ option: String?, _ name: String, _ variables: [String]) -> (String, String)? {
+            if let option { return (option, name) }
+            for variable in variables { if let value = environment[variable], !value.isEmpty { return (value, "$" + variable) } }
+            return nil
+        }
+        var tls = Request.TLSOptions(pinnedPublicKey: pinnedPublicKey)
+        if let (file, source) = given(caCert, "--cacert", ["CURL_CA_BUNDLE", "SSL_CERT_FILE"]) {
+            guard FileKind.size(file) != nil, access(file, R_OK) == 0, FileKind.of(URL(fileURLWithPath: file).resolvingSymlinksInPath().path) != .directory else {
+                throw UsageError("\(source): cannot read the CA file \(quoted(file))")
+            }
+            tls.caFile = file
+        }
+        if let (folder, source) = given(caPath, "--capath", ["SSL_CERT_DIR"]) {
+            guard FileKind.of(URL(fileURLWithPath: folder).resolvingSymlinksInPath().path) == .directory else {
+                throw UsageError("\(source): \(quoted(folder)) is not a folder")
+            }
+            tls.caDirectory = folder
+        }
+        tls.insecureSkipsVerificationForLocalTestingOnly = insecure
+        return tls
     }
 
     /// Every URL with its options: the arguments first, then each input file in turn. All of

@@ -50,7 +50,7 @@ fileprivate final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is i
 
     /// Starts `curlq arguments…` in `directory`, with `input` on its standard input
     /// (else /dev/null) and NO_COLOR set.
-    init(_ arguments: [String], input: Data? = nil, in directory: URL? = nil) throws {
+    init(_ arguments: [String], input: Data? = nil, in directory: URL? = nil, environment extra: [String: String] = [:]) throws {
         // Socket pairs made close-on-exec atomically, so that a curlq started at the same time
         // by another test cannot inherit them (and hold this one's output open).
         func makePipe() throws -> (read: Int32, write: Int32) {
@@ -78,6 +78,7 @@ fileprivate final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is i
         var environment = ProcessInfo.processInfo.environment
         environment["NO_COLOR"] = "1"
         environment["CURLQ_REPORT_PEAK_MEMORY"] = "1"
+        environment.merge(extra) { $1 }
         // In another folder: through `sh -c 'cd … && exec curlq …'`, so that the process waited
         // for is still curlq itself.
         let command = directory.map { ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", $0.path, Self.executable] } ?? [Self.executable]
@@ -1094,6 +1095,43 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                 #expect(server.requests.count == before)
                 #expect(files(in: folder) == ["myfile.bin", "sub"])
             }
+        }
+    }
+
+    /// A private CA is trusted with --cacert or curl's variables; -k works with a warning on
+    /// every run and still checks a pinned key.
+    @Test func tlsTrustOptionsAndVariables() async throws {
+        let server = try await NginxServer.start()
+        defer { server.shutdown() }
+        try await withFolder { folder in
+            let url = server.url("/files/1k").absoluteString
+            let body = FixtureServer.expectedBytes(count: 1024)
+            func run(_ arguments: [String], _ environment: [String: String] = [:]) async throws -> CurlqRun {
+                try? FileManager.default.removeItem(at: folder.appendingPathComponent("1k"))
+                // The variables of this process are not to count: only the ones a case sets.
+                let unset = ["CURL_CA_BUNDLE": "", "SSL_CERT_FILE": "", "SSL_CERT_DIR": ""]
+                return try await CurlqProcess(["get", "--retries", "0", "-d", folder.path] + arguments + [url],
+                                              environment: unset.merging(environment) { $1 }).finish()
+            }
+            let untrusted = try await run([])
+            #expect(untrusted.status == 1, "\(untrusted)")
+            for (arguments, environment) in [
+                (["--cacert", server.caFile], [String: String]()),
+                ([], ["CURL_CA_BUNDLE": server.caFile]),
+                ([], ["SSL_CERT_FILE": server.caFile]),
+                (["--cacert", server.caFile, "--pinnedpubkey", server.publicKeyPin], [:]),
+            ] {
+                let trusted = try await run(arguments, environment)
+                #expect(trusted.status == 0, "\(arguments) \(environment): \(trusted)")
+                #expect(contents(folder.appendingPathComponent("1k")) == body)
+                #expect(!trusted.stderr.contains("insecure"))
+            }
+            let insecure = try await run(["-k"])
+            #expect(insecure.status == 0 && insecure.stderr.contains("warning: -k/--insecure"), "\(insecure)")
+            let wrongPin = try await run(["-k", "--pinnedpubkey", "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="])
+            #expect(wrongPin.status == 1, "\(wrongPin)")
+            let missing = try await run([], ["CURL_CA_BUNDLE": folder.appendingPathComponent("none.pem").path])
+            #expect(missing.status == 2 && missing.stderr.contains("$CURL_CA_BUNDLE: cannot read the CA file"), "\(missing)")
         }
     }
 
