@@ -26,6 +26,9 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     let queue = DispatchQueue(label: "curlq.batch")
     private let hashQueue = DispatchQueue(label: "curlq.sha256")
     private let requestQueue: RequestQueue
+    /// The HEAD requests that check files already there, apart from the downloads' queue (whose
+    /// slots `Admission` counts), at most `-j` at once.
+    private let checkQueue: RequestQueue
     private let options: BatchOptions
     private let display: any ProgressDisplay
     private let stopHashing = Atomic<Bool>(false)
@@ -71,6 +74,9 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         // The same limits and order on the queue itself; with admission deciding, nothing waits in it.
         self.requestQueue = RequestQueue(maxConcurrentRequestCount: max(0, options.jobs), queueMode: options.order)
         requestQueue.maxConcurrentRequestsPerHost = max(0, options.perHost)
+        self.checkQueue = RequestQueue(maxConcurrentRequestCount: max(0, options.jobs))
+        checkQueue.maxConcurrentRequestsPerHost = max(0, options.perHost)
+        checkQueue.allowDuplicateRequests = true
         requestQueue.allowDuplicateRequests = true
     }
 
@@ -102,6 +108,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
                 finalize(index, outcome: .interrupted, status: nil, attempts: 0, error: reason.description)
             }
             requestQueue.cancelAllRequests()
+            checkQueue.cancelAllRequests()
         }
     }
 
@@ -189,18 +196,22 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         }
     }
 
+    /// A file whose final name is already there is "already there" only once checked: against
+    /// its `sha256=` when one is given, else against the size the server announces for it (a
+    /// HEAD request). A file that fails the check is a failure, never reported as done. The
+    /// file is hashed only when there is a digest to check it against, `--json` or not.
     private func skip(_ job: Job) {
         let size = FileKind.size(paths.final(job)) ?? 0
-        guard job.sha256 != nil || options.digestEverything else {
-            finalize(job.index, outcome: .skipped, status: nil, attempts: 0, bytes: size)
+        model.live[job.index].phase = .verifying
+        guard let expected = job.sha256 else {
+            checkAnnouncedSize(job, size: size)
             return
         }
-        model.live[job.index].phase = .verifying
         hash(paths.final(job)) { [self] digest in
             switch digest {
-            case .success(let actual) where job.sha256 != nil && actual != job.sha256:
+            case .success(let actual) where actual != expected:
                 finalize(job.index, outcome: .failed, status: nil, attempts: 0, bytes: size, sha256: actual,
-                         error: "\(job.name) is already there but its sha256 is \(actual), not \(job.sha256!); --overwrite replaces it")
+                         error: "\(job.name) is already there but its sha256 is \(actual), not \(expected); --overwrite replaces it")
             case .success(let actual):
                 finalize(job.index, outcome: .skipped, status: nil, attempts: 0, bytes: size, sha256: actual)
             case .failure(.stopped):
@@ -209,6 +220,36 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
                 finalize(job.index, outcome: .failed, status: nil, attempts: 0, bytes: size, error: reason)
             }
         }
+    }
+
+    /// Asks the server (HEAD, with the file's headers and TLS options) how big the file is. A
+    /// size that differs from the one on disk fails the file; no answer, or no Content-Length,
+    /// leaves it skipped, as nothing says it is not complete.
+    private func checkAnnouncedSize(_ job: Job, size: Int64) {
+        var request = Request(url: job.url, method: .head, tls: options.tls)
+        request.timeouts = Request.Timeouts(
+            connect: options.connectTimeout.map(Self.duration) ?? .seconds(30), total: .seconds(60))
+        for header in HeaderField.merge(global: options.headers, own: job.headers) { request.addHeader(header.name, header.value) }
+        let operation = RequestOperation(request: request)
+        operation.callbackQueue = queue
+        let index = job.index
+        operation.completionHandler = { [self] result in
+            var announced: Int64?
+            if case .success(let response) = result, (200..<300).contains(response.status.code),
+               let field = response.headerFields[.contentLength] {
+                announced = Int64(field.trimmingCharacters(in: .whitespaces))
+            }
+            if case .failure(.cancelled) = result, let interruption {
+                finalize(index, outcome: .interrupted, status: nil, attempts: 0, bytes: size, error: interruption.description)
+            } else if let announced, announced != size {
+                finalize(index, outcome: .failed, status: nil, attempts: 0, bytes: size,
+                         error: "\(job.name) is already there but holds \(size) bytes where the server announces \(announced); "
+                            + "--overwrite replaces it")
+            } else {
+                finalize(index, outcome: .skipped, status: nil, attempts: 0, bytes: size)
+            }
+        }
+        try? checkQueue.add(operation)  // cannot fail: the operation is new
     }
 
     // MARK: Events

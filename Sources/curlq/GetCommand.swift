@@ -110,7 +110,7 @@ struct GetCommand: AsyncParsableCommand {
     @Flag(help: "Start every file over, discarding its NAME.part file.")
     var restart = false
 
-    @Flag(help: "Replace files that already exist; without it they are skipped and reported as such.")
+    @Flag(help: "Replace files that already exist; without it each is checked (its sha256=, else the size the server announces) and skipped as already there, or failed when incomplete.")
     var overwrite = false
 
     @Option(name: [.customShort("H"), .customLong("header")],
