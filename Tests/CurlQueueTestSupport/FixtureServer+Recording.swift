@@ -158,13 +158,18 @@ extension FixtureServer {
     /// The server resumes the caller when the request head that completes the count arrives; there
     /// is no polling.
     ///
+    /// The default `timeout` is a guard against a request that never comes, not a bound on how
+    /// soon it comes: in the parallel suite a request goes out only once Swift's concurrency
+    /// pool (a thread per core) runs its task, behind every other test's work; on a loaded
+    /// 2-core machine that took more than 10 s at the start of a run.
+    ///
     /// - Throws: ``FixtureServerError/timedOut(pathPrefix:expected:received:)`` after `timeout`,
     ///   ``FixtureServerError/shutDown`` if the server is or gets shut down, `CancellationError`
     ///   if the calling task is cancelled.
     public func waitForRequests(
         pathPrefix: String,
         count: Int,
-        timeout: Duration = .seconds(10)
+        timeout: Duration = .seconds(60)
     ) async throws {
         let state = self.state
         let eventLoop = self.serverChannel.eventLoop
