@@ -9,7 +9,10 @@ let strict: [SwiftSetting] = [
 let package = Package(
     name: "CurlQueue",
     products: [
+        // The core: engine, operations, queue, request/response model, files.
         .library(name: "CurlQueue", targets: ["CurlQueue"]),
+        // HTTPClient, middleware, JSON, response cache, OAuth2: built on the core's public API.
+        .library(name: "CurlQueueClient", targets: ["CurlQueueClient"]),
         .executable(name: "curlq", targets: ["curlq"]),
     ],
     dependencies: [
@@ -36,6 +39,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "CurlQueueClient",
+            dependencies: [
+                "CurlQueue",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -83,10 +95,18 @@ let package = Package(
             path: "Tests/Fixture",
             swiftSettings: strict
         ),
+        // Test-only: helpers shared by the two test targets.
+        .target(
+            name: "CurlQueueTestHelpers",
+            dependencies: ["CurlQueue", "CurlQueueTestSupport"],
+            path: "Tests/CurlQueueTestHelpers",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "CurlQueueTests",
             dependencies: [
                 "CurlQueue",
+                "CurlQueueTestHelpers",
                 "CurlQueueTestSupport",
                 "MemoryProbe",
                 "Soak",
@@ -95,12 +115,25 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .testTarget(
+            name: "CurlQueueClientTests",
+            dependencies: [
+                "CurlQueue",
+                "CurlQueueClient",
+                "CurlQueueTestHelpers",
+                "CurlQueueTestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
     ]
     + ["BatchDownload", "PriorityDaemon", "DownloadProgress", "APIClient"].map { name in
         // Examples/: small programs for the four uses, built by CI so they never rot.
         .executableTarget(
             name: name,
-            dependencies: ["CurlQueue", "CurlQueueTestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CurlQueue", "CurlQueueTestSupport", .product(name: "Logging", package: "swift-log")]
+                + (name == "APIClient" ? ["CurlQueueClient"] : []),
             path: "Examples/\(name)",
             swiftSettings: strict
         )

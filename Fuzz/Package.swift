@@ -41,7 +41,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FuzzJSONValue",
-            dependencies: [.product(name: "CurlQueue", package: "CurlQueue")],
+            dependencies: [.product(name: "CurlQueueClient", package: "CurlQueue")],
             swiftSettings: strict
         ),
         // curlq's input-file parser. curlq is an executable target, which no other package can

@@ -6,6 +6,7 @@
 //
 // It starts a local server (127.0.0.1, random port) that plays both the API and the CDN.
 import CurlQueue
+import CurlQueueClient
 import CurlQueueTestSupport
 import Foundation
 import HTTPTypes

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 @testable import CurlQueue
+import CurlQueueTestHelpers
 import Glibc
 import Testing
 

@@ -1,4 +1,5 @@
 @testable import CurlQueue
+import CurlQueueTestHelpers
 
 /// What the end-to-end backpressure tests observe of a body stream: read from its state
 /// machine under its lock.

@@ -1,4 +1,5 @@
 @testable import CurlQueue
+import CurlQueueTestHelpers
 import Foundation
 import HTTPTypes
 import Testing

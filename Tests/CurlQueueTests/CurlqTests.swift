@@ -1,5 +1,6 @@
 @testable import curlq
 import CurlQueue
+import CurlQueueTestHelpers
 import CurlQueueTestSupport
 import Dispatch
 import Foundation

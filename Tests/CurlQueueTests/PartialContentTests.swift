@@ -1,5 +1,6 @@
 import CCurl
 import CurlQueue
+import CurlQueueTestHelpers
 import CurlQueueTestSupport
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 @testable import CurlQueue
+import CurlQueueTestHelpers
 import Testing
 
 /// The hand-over between a batch's operations and its consumers, driven with plain values:

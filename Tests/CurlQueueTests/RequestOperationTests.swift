@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueTestHelpers
 import CurlQueueTestSupport
 import Foundation
 import HTTPTypes
@@ -216,12 +217,5 @@ import Testing
             #expect(echo.method == "GET")
             #expect(echo.uri == "/echo")
         }
-    }
-}
-
-extension Result {
-    var failure: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
     }
 }

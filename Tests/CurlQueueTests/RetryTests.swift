@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueTestHelpers
 import CurlQueueTestSupport
 import Foundation
 import Testing

@@ -1,8 +1,12 @@
 @testable import CurlQueue
+import CurlQueueTestHelpers
 import CurlQueueTestSupport
 import Dispatch
 import Foundation
 import Testing
+
+/// The tests' Box (CurlQueueTestHelpers) for this target, not the library's, which `@testable` makes visible too.
+typealias Box<Value: Sendable> = CurlQueueTestHelpers.Box<Value>
 
 /// Streamed response bodies: `RequestQueue.stream`, `RequestOperation.stream()` and
 /// `responseBodyHandler`, against the fixture's `/lines` and `/bytes` routes. Event-driven:

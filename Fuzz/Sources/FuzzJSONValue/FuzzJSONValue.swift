@@ -1,4 +1,4 @@
-@testable import CurlQueue
+@testable import CurlQueueClient
 import Foundation
 
 /// A response body as a server sends it, read with `JSONValue(parsing:)`, as an `HTTPClient`

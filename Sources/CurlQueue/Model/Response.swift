@@ -81,7 +81,10 @@ public struct Response: Sendable {
 
     private var values: CopyOnWrite<Values>
 
-    init(
+    /// A response made by hand: for a middleware or cache that answers without a transfer, or
+    /// a test. `effectiveURL` is the URL the response came from (after redirects); `attempts`
+    /// how many transfers it took (at least 1 for a response that came over the network).
+    public init(
         status: HTTPResponse.Status, headerFields: HTTPFields, body: Data, fileURL: URL?, effectiveURL: URL?,
         httpVersion: HTTPVersion, metrics: TransferMetrics, attempts: Int
     ) {

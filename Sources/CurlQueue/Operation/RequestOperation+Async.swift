@@ -1,4 +1,10 @@
 extension RequestOperation {
+    /// The outcome once it is decided, nil before. Once non-nil it never changes. It may be
+    /// set before ``completionHandler`` has run on its queue.
+    public var result: Result<Response, RequestError>? {
+        state.withLock { $0.result }
+    }
+
     /// Starts the operation unless it was started or queued already, and waits for its
     /// outcome. Cancelling the awaiting task cancels the operation.
     ///

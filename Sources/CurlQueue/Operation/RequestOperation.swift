@@ -442,7 +442,9 @@ public final class RequestOperation: Sendable {
 
     /// Registers an internal hook run when the outcome is decided (before user handlers),
     /// on the thread that decided it. Runs at once when the operation already finished.
-    func onFinish(_ hook: @escaping @Sendable (RequestOperation) -> Void) {
+    /// `package`, not public: the hook may run on the engine thread, where no user code runs;
+    /// CurlQueueClient's coalescing only resumes continuations in it (docs/architecture.md).
+    package func onFinish(_ hook: @escaping @Sendable (RequestOperation) -> Void) {
         let finished = state.withLock { state in
             if state.result != nil { return true }
             if state.finishHook == nil {

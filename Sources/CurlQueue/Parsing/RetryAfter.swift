@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Parses a `Retry-After` field value: delay-seconds (`120`) or an HTTP-date in any of the
 /// three forms RFC 9110 accepts (IMF-fixdate, RFC 850, asctime). Returns the delay from `now`,
@@ -18,11 +18,11 @@ enum RetryAfter {
 
 /// The HTTP-date formats of RFC 9110 §5.6.7, parsed without `DateFormatter` (no locale, no
 /// allocation of formatters, safe on any thread).
-enum HTTPDate {
+package enum HTTPDate {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun",
                                  "jul", "aug", "sep", "oct", "nov", "dec"]
 
-    static func parse(_ string: String) -> Date? {
+    package static func parse(_ string: String) -> Date? {
         // Split on spaces, commas, dashes and colons; each form then has a fixed shape.
         let parts = string.split(whereSeparator: { " ,-:".contains($0) }).map(String.init)
         guard parts.count >= 7 else { return nil }

@@ -22,9 +22,23 @@ extension RequestQueue {
     /// - Throws: The ``RequestError`` that ended the operation before the head arrived,
     ///   ``RequestError/cancelled`` included.
     public func stream(_ request: Request) async throws(RequestError) -> StreamingResponse {
-        let operation = RequestOperation(request: request)
-        let (stream, _) = try! operation.installPullStream()  // a new operation streams nothing yet
-        try! add(operation)  // a new operation cannot have been started
+        try await stream(RequestOperation(request: request))
+    }
+
+    /// Adds `operation`, an operation configured by the caller (retry policy, handlers), and
+    /// returns as `stream(_:)` with a ``Request`` does. Unlike adding it and then calling its
+    /// ``RequestOperation/stream()``, the stream is in place before the queue can start it.
+    ///
+    /// An operation some queue holds already (not started yet) is streamed from that queue.
+    /// - Throws: As `stream(_:)` with a ``Request``; ``RequestError/invalidRequest(_:)`` when the
+    ///   operation was started before, or streams already.
+    public func stream(_ operation: RequestOperation) async throws(RequestError) -> StreamingResponse {
+        let (stream, idle) = try operation.installPullStream()
+        if idle {
+            // Fails only if the operation was started meanwhile elsewhere: the stream, in
+            // place before that, delivers its outcome all the same.
+            try? add(operation)
+        }
         return try await operation.streamingResponse(stream)
     }
 

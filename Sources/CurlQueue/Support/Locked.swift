@@ -15,7 +15,7 @@ import Musl
 /// ``RequestOperation`` has one. The mutex stays at one address for the object's lifetime,
 /// as a pthread mutex must. `Locked` is a struct holding that one reference, so copies of it
 /// share the value and the mutex, as references to a class would.
-struct Locked<Value>: @unchecked Sendable {  // safe: the value is only touched with the mutex held, and `storage` never escapes
+package struct Locked<Value>: @unchecked Sendable {  // safe: the value is only touched with the mutex held, and `storage` never escapes
     private final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
         deinit {
             withUnsafeMutablePointerToElements { mutex in
@@ -27,7 +27,7 @@ struct Locked<Value>: @unchecked Sendable {  // safe: the value is only touched 
 
     private let storage: Storage
 
-    init(_ value: Value) {
+    package init(_ value: Value) {
         storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in value }, to: Storage.self)
         storage.withUnsafeMutablePointerToElements { mutex in
             mutex.initialize(to: pthread_mutex_t())
@@ -36,7 +36,7 @@ struct Locked<Value>: @unchecked Sendable {  // safe: the value is only touched 
     }
 
     /// Runs `body` with the lock held. `body` must not call user code or block.
-    func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
+    package func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
         try storage.withUnsafeMutablePointers { value, mutex throws(E) in
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -8,10 +8,10 @@ import Musl
 /// Whole-file reads and writes for files that hold secrets or must never be half-written (the
 /// disk cache's entries, stored tokens): never through a symbolic link, new files 0600, and
 /// replacement by rename only.
-enum PrivateFile {
+package enum PrivateFile {
     /// The contents of the regular file at `path`, or nil if it is missing, not a regular file
     /// (a symbolic link included), larger than `maxSize`, or cannot be read whole.
-    static func contents(at path: String, maxSize: Int = .max) -> Data? {
+    package static func contents(at path: String, maxSize: Int = .max) -> Data? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
@@ -35,7 +35,7 @@ enum PrivateFile {
     /// `path`. Returns false, leaving `path` as it was and no temporary file, on any failure.
     /// With `durable`, the data is flushed to disk before the rename.
     @discardableResult
-    static func replace(at path: String, with data: Data, durable: Bool = false) -> Bool {
+    package static func replace(at path: String, with data: Data, durable: Bool = false) -> Bool {
         let url = URL(fileURLWithPath: path)
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(temporaryPrefix + UUID().uuidString).path
@@ -61,5 +61,5 @@ enum PrivateFile {
     }
 
     /// The name prefix of the temporary files ``replace(at:with:durable:)`` makes.
-    static let temporaryPrefix = ".tmp-"
+    package static let temporaryPrefix = ".tmp-"
 }

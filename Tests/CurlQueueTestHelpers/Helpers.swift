@@ -1,0 +1,182 @@
+// Helpers shared by CurlQueueTests and CurlQueueClientTests.
+public import CurlQueue
+public import CurlQueueTestSupport
+public import Dispatch
+public import Foundation
+
+/// Starts a fixture server for the duration of `body`.
+public func withServer<T>(_ body: (FixtureServer) async throws -> T) async throws -> T {
+    let server = try await FixtureServer.start()
+    do {
+        let value = try await body(server)
+        try await server.shutdown()
+        return value
+    } catch {
+        try? await server.shutdown()
+        throw error
+    }
+}
+
+/// Sets the operation's completion handler, starts it, and waits for the handler to run.
+public func completion(of operation: RequestOperation, start: Bool = true) async -> Result<Response, RequestError> {
+    await withCheckedContinuation { continuation in
+        operation.completionHandler = { continuation.resume(returning: $0) }
+        if start { try! operation.start() }
+    }
+}
+
+/// The curl code of a `.transport` failure; nil for a response or any other error.
+public func transportCode(of result: Result<Response, RequestError>) -> CurlCode? {
+    guard case .failure(.transport(let failure)) = result else { return nil }
+    return failure.code
+}
+
+/// Waits until every handler already dispatched to `queue` has run.
+public func drain(_ queue: DispatchQueue = RequestOperation.defaultCallbackQueue) async {
+    await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
+}
+
+/// A thread-safe box for test bookkeeping (an NSLock, which ThreadSanitizer understands).
+public final class Box<Value: Sendable>: @unchecked Sendable {  // safe: `storage` is only touched under `lock`
+    private let lock = NSLock()
+    private var storage: Value
+    public init(_ value: Value) { storage = value }
+    public var value: Value { lock.withLock { storage } }
+    public func update<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&storage) } }
+}
+
+/// A fresh folder under the system's temporary folder, removed by the caller with `cleanup`.
+public func makeTemporaryFolder() throws -> URL {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("curlqueue-tests-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// A fresh temporary folder for the duration of `body`.
+public func withFolder<T>(_ body: (URL) async throws -> T) async throws -> T {
+    let folder = try makeTemporaryFolder()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    return try await body(folder)
+}
+
+/// Whether a file (of any kind) is at `url`.
+public func exists(_ url: URL) -> Bool { FileManager.default.fileExists(atPath: url.path) }
+
+/// Where a download to `url` writes until it is complete.
+public func part(_ url: URL) -> URL { URL(fileURLWithPath: url.path + ".part") }
+
+extension Result {
+    /// The error of a failure; nil for a success.
+    public var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
+
+extension Response {
+    public var bodyBytes: [UInt8] { Array(body) }
+}
+
+/// An ephemeral port that nothing listens on (bound, then released).
+public func unusedPort() async throws -> Int {
+    let server = try await FixtureServer.start()
+    let port = server.port
+    try await server.shutdown()
+    return port
+}
+
+/// Runs `work` on a thread of its own and returns what it returns: for a test's long
+/// synchronous work (a big file written, a CPU-bound loop of seconds).
+///
+/// Swift's concurrency pool has one thread per core (two here) and runs every test of the
+/// parallel suite. A test body that holds one of them for seconds holds up every other test's
+/// tasks, so that their requests reach the fixture late and their time bounds fail: a
+/// watchdog saw the pool not run a task for up to 47 s while a 512 MiB file was written and a
+/// 100,000-item scheduler test ran on its two threads.
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+
+/// Runs an executable built alongside the tests (same build folder) and returns its
+/// standard output once it exits.
+public func runBuiltProduct(_ name: String, _ arguments: [String]) async throws -> String {
+    let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let process = Process()
+    process.executableURL = folder.appendingPathComponent(name)
+    process.arguments = arguments
+    return try await runToEnd(process).output
+}
+
+/// Starts `process`, and returns its standard output (as text) and exit status once it exits.
+///
+/// The blocking read and wait go to a thread of their own, not to Dispatch's few workers,
+/// which Swift concurrency's tasks run on too (blocking them all stalls every task).
+public func runToEnd(_ process: Process) async throws -> (output: String, status: Int32) {
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    return try await withCheckedThrowingContinuation { continuation in
+        Thread {
+            let result = Result { try pipe.fileHandleForReading.readToEnd() ?? Data() }
+            process.waitUntilExit()
+            continuation.resume(with: result.map { (String(decoding: $0, as: UTF8.self), process.terminationStatus) })
+        }.start()
+    }
+}
+
+/// A TCP listener on 127.0.0.1 whose accept queue is full (backlog 0, filled by three
+/// non-blocking connects): the kernel drops new connection attempts, which hang until their
+/// client gives up. Returns its port and every descriptor to close afterwards.
+public func fullBacklogListener() throws -> (port: Int, descriptors: [Int32]) {
+    let (listener, bound) = try loopbackListener(backlog: 0)
+    var address = bound
+    let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    var descriptors = [listener]
+    for _ in 0..<3 {
+        let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        descriptors.append(filler)
+        withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = connect(filler, $0, length) }
+        }
+    }
+    return (Int(UInt16(bigEndian: address.sin_port)), descriptors)
+}
+
+/// A TCP socket listening on an ephemeral port of 127.0.0.1 with `backlog`, and its address.
+public func loopbackListener(backlog: Int32) throws -> (descriptor: Int32, address: sockaddr_in) {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let listening = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+            bind(listener, raw, length) == 0 && listen(listener, backlog) == 0 && getsockname(listener, raw, &length) == 0
+        }
+    }
+    guard listening else {
+        close(listener)
+        throw POSIXError(.EADDRINUSE)
+    }
+    return (listener, address)
+}
+
+/// The whole of a file read with plain `read` calls until end-of-file. For `/proc` files, which
+/// report a size of 0 and hand out their text a page at a time: `String(contentsOfFile:)` gave
+/// only the first part of a long `/proc/self/net/tcp` here.
+public func readWholeFile(_ path: String) -> String {
+    let descriptor = open(path, O_RDONLY)
+    guard descriptor >= 0 else { return "" }
+    defer { close(descriptor) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = read(descriptor, &buffer, buffer.count)
+        if count <= 0 { break }
+        bytes.append(contentsOf: buffer[0..<count])
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}
