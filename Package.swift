@@ -20,7 +20,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
-        // Test-only: the fixture server. SwiftPM does not fetch it for packages that depend on CurlQueue.
+        // The fixture server (CurlQueueTestSupport) of the tests, the examples and `curlq demo`:
+        // curlq links it; the library products CurlQueue and CurlQueueClient do not.
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
     ],
     targets: [
