@@ -180,3 +180,16 @@ public func readWholeFile(_ path: String) -> String {
     }
     return String(decoding: bytes, as: UTF8.self)
 }
+
+/// Runs `call` `each` times one after another in each of `tasks` concurrent tasks; the first
+/// error thrown ends them all and is rethrown.
+public func callConcurrently(tasks: Int, each: Int, _ call: @escaping @Sendable () async throws -> Void) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for _ in 0..<tasks {
+            group.addTask {
+                for _ in 0..<each { try await call() }
+            }
+        }
+        try await group.waitForAll()
+    }
+}

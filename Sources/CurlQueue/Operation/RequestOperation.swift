@@ -69,11 +69,9 @@ public final class RequestOperation: Sendable {
         private var decided: Box<Result<Response, RequestError>>?
         /// Tasks awaiting the outcome. Each is resumed exactly once — by ``deliver(_:)``, which
         /// takes them all out under the lock with the outcome, or at once by ``addWaiter(_:)``
-        /// when the outcome was already decided. Checked continuations, although unsafe ones
-        /// would save an allocation per awaited operation: ThreadSanitizer does not see the
-        /// hand-over of an unsafe continuation's resume to the resumed task, and reports a race
-        /// (seen once in a full run).
-        var waiters: [CheckedContinuation<Result<Response, RequestError>, Never>] = []
+        /// when the outcome was already decided — and then reads ``result`` under the lock
+        /// (``response()`` says why the outcome does not travel in the continuation).
+        var waiters: [CheckedContinuation<Void, Never>] = []
         /// Hooks run when the outcome is decided: a queue's is the only one in practice, so
         /// the first is kept inline and only further ones take an array.
         var finishHook: (@Sendable (RequestOperation) -> Void)?
@@ -362,14 +360,14 @@ public final class RequestOperation: Sendable {
         // to the default callback queue at once.
         if engine.isOnEngineThread {
             if !waiters.isEmpty {
-                engine.resumeAfterThisTurn { for waiter in waiters { waiter.resume(returning: result) } }
+                engine.resumeAfterThisTurn { for waiter in waiters { waiter.resume() } }
             }
             if callsHandlers {
                 // The default queue is serial: its handlers may share a block.
                 engine.afterThisTurn(on: queue, batched: queue === Self.defaultCallbackQueue) { handlers.call(with: result) }
             }
         } else {
-            for waiter in waiters { waiter.resume(returning: result) }
+            for waiter in waiters { waiter.resume() }
             if callsHandlers {
                 queue.async { handlers.call(with: result) }
             }
@@ -383,7 +381,7 @@ public final class RequestOperation: Sendable {
     /// thunk for each one (two per operation) and called the hooks through it.
     private struct Recipients {
         let handlers: CompletionHandlers
-        let waiters: [CheckedContinuation<Result<Response, RequestError>, Never>]
+        let waiters: [CheckedContinuation<Void, Never>]
         let finishHook: (@Sendable (RequestOperation) -> Void)?
         let moreFinishHooks: [@Sendable (RequestOperation) -> Void]
         let queue: DispatchQueue
@@ -483,14 +481,16 @@ public final class RequestOperation: Sendable {
         return true
     }
 
-    func addWaiter(_ continuation: CheckedContinuation<Result<Response, RequestError>, Never>) -> Bool {
-        let (result, shouldStart) = state.withLock { state -> (Result<Response, RequestError>?, Bool) in
-            if let result = state.result { return (result, false) }
+    /// Files `continuation` to be resumed once the outcome is decided (at once when it is);
+    /// returns whether the operation is idle, for the caller to start it.
+    func addWaiter(_ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        let (decided, shouldStart) = state.withLock { state -> (Bool, Bool) in
+            if state.result != nil { return (true, false) }
             state.waiters.append(continuation)
-            if case .idle = state.machine.state { return (nil, true) }
-            return (nil, false)
+            if case .idle = state.machine.state { return (false, true) }
+            return (false, false)
         }
-        if let result { continuation.resume(returning: result) }
+        if decided { continuation.resume() }
         return shouldStart
     }
 }

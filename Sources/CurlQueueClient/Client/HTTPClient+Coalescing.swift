@@ -28,8 +28,12 @@ extension HTTPClient {
             /// Tells this flight from a later one under the same key.
             let id: Int
             let operation: RequestOperation
-            var waiters: [Int: CheckedContinuation<Result<Response, RequestError>, Never>] = [:]
+            /// Resumed with the flight's operation once its outcome is decided, or nil for a
+            /// caller that was cancelled.
+            var waiters: [Int: Waiter] = [:]
         }
+
+        typealias Waiter = CheckedContinuation<RequestOperation?, Never>
 
         private struct State {
             var flights: [Key: Flight] = [:]
@@ -62,7 +66,7 @@ extension HTTPClient {
             for key: Key, makeOperation: () -> RequestOperation, add: (RequestOperation) -> Void
         ) async -> Result<Response, RequestError> {
             let caller = nextCallerID()
-            return await withTaskCancellationHandler {
+            let finished = await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
                     if let operation = join(key, caller: caller, continuation: continuation, makeOperation: makeOperation) {
                         add(operation)
@@ -71,12 +75,18 @@ extension HTTPClient {
             } onCancel: {
                 leave(key, caller: caller)
             }
+            // The outcome is read under the operation's lock, not carried by the continuation,
+            // for ThreadSanitizer to see its hand-over from the engine thread: see
+            // `RequestOperation.response()`.
+            guard let finished else { return .failure(.cancelled) }
+            guard let outcome = finished.result else { preconditionFailure("a flight finished before its outcome was decided") }
+            return outcome
         }
 
         /// Files `continuation` under the flight for `key`, making the flight when there is none;
         /// returns the new flight's operation, for the caller to add to the queue.
         private func join(
-            _ key: Key, caller: Int, continuation: CheckedContinuation<Result<Response, RequestError>, Never>,
+            _ key: Key, caller: Int, continuation: Waiter,
             makeOperation: () -> RequestOperation
         ) -> RequestOperation? {
             let (newFlight, ready, cancelled) = state.withLock {
@@ -100,7 +110,7 @@ extension HTTPClient {
             }
             for waiter in ready { waiter.resume(returning: true) }
             if cancelled {
-                continuation.resume(returning: .failure(.cancelled))
+                continuation.resume(returning: nil)
                 return nil
             }
             guard let (operation, id) = newFlight else { return nil }
@@ -112,7 +122,7 @@ extension HTTPClient {
         /// flight's transfer when it was the last one.
         private func leave(_ key: Key, caller: Int) {
             let (continuation, abandoned) = state.withLock {
-                state -> (CheckedContinuation<Result<Response, RequestError>, Never>?, RequestOperation?) in
+                state -> (Waiter?, RequestOperation?) in
                 guard var flight = state.flights[key], let continuation = flight.waiters.removeValue(forKey: caller) else {
                     return (nil, nil)  // not filed yet (`join` sees the flag), or resumed already
                 }
@@ -123,19 +133,18 @@ extension HTTPClient {
                 state.flights[key] = flight
                 return (continuation, nil)
             }
-            continuation?.resume(returning: .failure(.cancelled))
+            continuation?.resume(returning: nil)
             abandoned?.cancel()
         }
 
         /// The flight's outcome is decided: every caller still in it gets it.
         private func finish(_ key: Key, id: Int, operation: RequestOperation) {
-            let waiters = state.withLock { state -> [CheckedContinuation<Result<Response, RequestError>, Never>] in
+            let waiters = state.withLock { state -> [Waiter] in
                 guard let flight = state.flights[key], flight.id == id else { return [] }  // abandoned
                 state.flights[key] = nil
                 return Array(flight.waiters.values)
             }
-            guard !waiters.isEmpty, let result = operation.result else { return }
-            for waiter in waiters { waiter.resume(returning: result) }
+            for waiter in waiters { waiter.resume(returning: operation) }
         }
 
         /// Returns true once some flight is shared by at least `callers` callers, or false when
