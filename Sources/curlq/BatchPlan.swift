@@ -22,6 +22,8 @@ struct BatchOptions: Sendable {
     var timeout: Double?
     /// Bounds each connection attempt (seconds).
     var connectTimeout: Double?
+    /// `--stall-timeout`: an attempt fails (and is retried) when no byte moved for this long; nil for none.
+    var stallTimeout: Double? = 60
     /// `-c`: ask for the rest of any existing `.part` file, even one without a validator.
     var resume = false
     /// `--restart`: start every file over, discarding its `.part` file. Without it (or `-c`),

@@ -158,7 +158,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         var request = Request(url: job.url, destination: URL(fileURLWithPath: paths.download(job)), resume: job.resumeOffset > 0)
         request.timeouts = Request.Timeouts(
             connect: options.connectTimeout.map(Self.duration) ?? .seconds(30),
-            total: options.timeout.map(Self.duration))
+            total: options.timeout.map(Self.duration), idle: options.stallTimeout.map(Self.duration))
         request.tls = options.tls
         for header in HeaderField.merge(global: options.headers, own: job.headers) { request.addHeader(header.name, header.value) }
         let operation = RequestOperation(request: request)
@@ -182,12 +182,12 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         noteStarted(index)
     }
 
-    /// A file handed to the queue: its start line, and the deadline of `--timeout`.
+    /// A file handed to the queue: its start line, and the deadline of `--max-file-time`.
     private func noteStarted(_ index: Int) {
         model.markStarted(index, at: monotonicSeconds())
         display.started(index, model)
         if let timeout = options.timeout {
-            // `--timeout` bounds the whole transfer of the file, retries and backoffs included.
+            // `--max-file-time` bounds the whole transfer of the file, retries and backoffs included.
             queue.asyncAfter(deadline: .now() + timeout) { [weak self] in
                 guard let self, self.results[index] == nil, let operation = self.operations[index] else { return }
                 self.model.live[index].timedOut = true
@@ -302,7 +302,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             }
         case .failure(.cancelled) where live.timedOut:
             finalize(index, outcome: .failed, status: nil, attempts: attempts,
-                     error: "timed out: no complete file after \(Self.seconds(options.timeout ?? 0)) (--timeout)")
+                     error: "timed out: no complete file after \(Self.seconds(options.timeout ?? 0)) (--max-file-time)")
         case .failure(.cancelled):
             finalize(index, outcome: .interrupted, status: nil, attempts: attempts,
                      error: interruption?.description ?? "cancelled")

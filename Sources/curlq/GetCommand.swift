@@ -96,8 +96,15 @@ struct GetCommand: AsyncParsableCommand {
             help: ArgumentHelp("HTTP statuses to retry, comma-separated, or 'none'. Retry-After is honoured.", valueName: "CODES"))
     var retryHTTP: String = "429,503"
 
-    @Option(help: ArgumentHelp("Most time for the whole transfer of one file, retries included.", valueName: "SECONDS"))
+    // MARK: Time limits (issue 22, trap 1: a stall limit on by default; the whole-file limit named as such)
+
+    @Option(name: .customLong("max-file-time"),
+            help: ArgumentHelp("Most time for the whole of one file, retries and their waits included (default: none). Not a stall limit: see --stall-timeout.", valueName: "SECONDS"))
     var timeout: Double?
+
+    @Option(name: .customLong("stall-timeout"),
+            help: ArgumentHelp("Fail an attempt when no byte has moved for this long, and retry it like a network error (default 60; 0 for none).", valueName: "SECONDS"))
+    var stallTimeout: Double = 60
 
     @Option(name: .customLong("connect-timeout"),
             help: ArgumentHelp("Most time to connect (default 30).", valueName: "SECONDS"))
@@ -136,7 +143,10 @@ struct GetCommand: AsyncParsableCommand {
         guard !(resume && restart) else { throw ValidationError("-c/--continue and --restart contradict each other: give one") }
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more, not \(retries)") }
         _ = try Self.parseStatuses(retryHTTP)
-        for (name, value) in [("--timeout", timeout), ("--connect-timeout", connectTimeout)] {
+        guard stallTimeout.isFinite, stallTimeout >= 0, stallTimeout <= 1e9 else {
+            throw ValidationError("--stall-timeout must be a number of seconds, 0 for none, not \(stallTimeout)")
+        }
+        for (name, value) in [("--max-file-time", timeout), ("--connect-timeout", connectTimeout)] {
             if let value, !(value.isFinite && value > 0 && value <= 1e9) {
                 throw ValidationError("\(name) must be a number of seconds above 0, not \(value)")
             }
@@ -206,6 +216,7 @@ struct GetCommand: AsyncParsableCommand {
         options.retries = retries
         options.retryHTTP = try Self.parseStatuses(retryHTTP)
         options.timeout = timeout
+        options.stallTimeout = stallTimeout > 0 ? stallTimeout : nil
         options.connectTimeout = connectTimeout
         options.resume = resume
         options.restart = restart

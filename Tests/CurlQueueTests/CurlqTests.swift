@@ -264,7 +264,7 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
         #expect(get.status == 0)
         #expect(get.stdout.contains("USAGE: curlq get [<options>] [<URL> ...]"))
         #expect(get.stdout.contains("EXAMPLES:"))
-        for option in ["--input", "--dir", "--jobs", "--per-host", "--order", "--retries", "--retry-http", "--timeout",
+        for option in ["--input", "--dir", "--jobs", "--per-host", "--order", "--retries", "--retry-http", "--max-file-time", "--stall-timeout",
                        "--connect-timeout", "--continue", "--overwrite", "--header", "--json", "--quiet", "--progress"] {
             #expect(get.stdout.contains(option), "get --help lacks \(option)")
         }
@@ -285,8 +285,9 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
                     (["get", "--per-host=-2", good], "--per-host must be 0"),
                     (["get", "--retries=-1", good], "--retries must be 0"),
                     (["get", "--retry-http", "503,abc", good], "--retry-http"),
-                    (["get", "--timeout", "0", good], "--timeout"),
-                    (["get", "--timeout", "soon", good], "'soon' is invalid"),
+                    (["get", "--max-file-time", "0", good], "--max-file-time"),
+                    (["get", "--stall-timeout", "-1", good], "--stall-timeout"),
+                    (["get", "--max-file-time", "soon", good], "'soon' is invalid"),
                     (["get", "--connect-timeout", "nan", good], "--connect-timeout"),
                     (["get", "--order", "random", good], "'random' is invalid"),
                     (["get", "--progress", "fancy", good], "'fancy' is invalid"),
@@ -781,12 +782,12 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
             try await withFolder { folder in
                 // 100 chunks, one every 100 ms: 10 s. With a 1 s limit per file, the 5 default
                 // retries must not turn it into 6 s.
-                let run = try await curlq("get", "-d", folder.path, "--timeout", "1", "--json",
+                let run = try await curlq("get", "-d", folder.path, "--max-file-time", "1", "--json",
                                           server.url("/bytes/100000?drip=100&chunk=1000").absoluteString)
                 #expect(run.status == 1, "\(run)")
                 let report = try #require(try run.jsonFiles().first)
                 #expect((report["error"] as? String)?.contains("timed out") == true, "\(report)")
-                #expect(try #require(report["seconds"] as? Double) < 2.5, "the retries ran past --timeout")
+                #expect(try #require(report["seconds"] as? Double) < 2.5, "the retries ran past --max-file-time")
                 #expect(!exists(folder.appendingPathComponent("100000")))
             }
         }
@@ -1145,6 +1146,28 @@ fileprivate let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_
             #expect(wrongPin.status == 1, "\(wrongPin)")
             let missing = try await run([], ["CURL_CA_BUNDLE": folder.appendingPathComponent("none.pem").path])
             #expect(missing.status == 2 && missing.stderr.contains("$CURL_CA_BUNDLE: cannot read the CA file"), "\(missing)")
+        }
+    }
+
+    /// A server that goes silent mid-body fails the attempt after --stall-timeout (on by
+    /// default), and the stall is retried like a network error; --max-file-time is the
+    /// whole-file limit, named so that it is not mistaken for a stall limit.
+    @Test func aStallFailsEachAttemptAndIsRetried() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                // Every request sends 30,000 of 100,000 bytes, then nothing, connection open.
+                let run = try await curlq("get", "-d", folder.path, "--stall-timeout", "2", "--retries", "1", "--json",
+                                          "--progress", "lines", server.url("/bytes/100000?stallAfter=30000").absoluteString)
+                #expect(run.status == 1, "\(run)")
+                let report = try #require(try run.jsonFiles().first)
+                #expect(report["attempts"] as? Int == 2, "\(report)")
+                #expect(run.stderr.contains("retry    100000  attempt 2 of 2"), "\(run.stderr)")
+                // Functional bound: two 2 s stalls and a backoff, far below the 60 s default.
+                #expect(try #require(report["seconds"] as? Double) < 30, "\(report)")
+                #expect(!exists(folder.appendingPathComponent("100000")))
+                // Not asserted: that the server recorded both requests. On a loaded machine the
+                // fixture once read the second head after the client had given up on it.
+            }
         }
     }
 
