@@ -9,23 +9,17 @@ import Glibc
 // the Transfer through its userdata pointer, unretained: the engine holds the transfer
 // (through CURLOPT_PRIVATE) for as long as its easy handle is in the multi handle.
 
-// The two callbacks of every response use the transfer without retaining it
-// (`_withUnsafeGuaranteedRef`): the engine's reference outlives the call, and a retain and a
-// release per header line are a tenth of a small GET's reference counting.
-
 let transferHeaderCallback: ccurl_data_callback = { buffer, size, count, userdata in
     let length = size * count
-    let goOn = Unmanaged<Transfer>.fromOpaque(userdata!)._withUnsafeGuaranteedRef {
-        $0.didReceiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
-    }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    let goOn = transfer.didReceiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
     return goOn ? length : 0
 }
 
 let transferWriteCallback: ccurl_data_callback = { buffer, size, count, userdata in
     let length = size * count
-    let result = Unmanaged<Transfer>.fromOpaque(userdata!)._withUnsafeGuaranteedRef {
-        $0.didReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length))
-    }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    let result = transfer.didReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length))
     switch result {
     case .consumed: return length
     // libcurl keeps these bytes and hands them over again once the engine unpauses.

@@ -45,40 +45,40 @@ public struct Request: Hashable, Sendable {
     /// property only (the result is kept).
     public var url: URL {
         get { values.value.target.url }
-        set { values.value.target = .parsed(newValue) }
+        set { values.modify { $0.target = .parsed(newValue) } }
     }
     /// The URL as the engine uses it: the string for libcurl and the scheme, with no parsing.
     var target: LazyURL { values.value.target }
     /// The method; any token is allowed, not only the common ones.
     public var method: HTTPRequest.Method {
         get { values.value.method }
-        set { values.value.method = newValue }
+        set { values.modify { $0.method = newValue } }
     }
     /// Header fields, in order; a name may repeat.
     public var headerFields: HTTPFields {
         get { values.value.headerFields }
-        _modify { yield &values.value.headerFields }
+        set { values.modify { $0.headerFields = newValue } }
     }
     /// The body sent with the request, or `nil` for none.
     public var body: Body? {
         get { values.value.body }
-        set { values.value.body = newValue }
+        set { values.modify { $0.body = newValue } }
     }
     /// Limits on how long the transfer may take.
     public var timeouts: Timeouts {
         get { values.value.timeouts }
-        set { values.value.timeouts = newValue }
+        set { values.modify { $0.timeouts = newValue } }
     }
     /// Whether and how far redirects are followed.
     public var redirectPolicy: RedirectPolicy {
         get { values.value.redirectPolicy }
-        set { values.value.redirectPolicy = newValue }
+        set { values.modify { $0.redirectPolicy = newValue } }
     }
     /// When set, a successful (2xx) response body streams to `<destination>.part`, which is
     /// renamed atomically to `destination` once complete. Error responses stay in memory.
     public var destination: URL? {
         get { values.value.destination }
-        set { values.value.destination = newValue }
+        set { values.modify { $0.destination = newValue } }
     }
     /// With a ``destination``: when `<destination>.part` exists, ask for the rest of it with a
     /// `Range` header and append on `206 Partial Content`; a `200 OK` starts over cleanly.
@@ -92,17 +92,17 @@ public struct Request: Hashable, Sendable {
     /// the retries of an operation resume the `.part` its own attempts wrote.
     public var resume: Bool {
         get { values.value.resume }
-        set { values.value.resume = newValue }
+        set { values.modify { $0.resume = newValue } }
     }
     /// Certificate trust for HTTPS.
     public var tls: TLSOptions {
         get { values.value.tls }
-        set { values.value.tls = newValue }
+        set { values.modify { $0.tls = newValue } }
     }
     /// The URL schemes this request may use, also after a redirect. Defaults to http and https.
     public var allowedSchemes: Set<String> {
         get { values.value.allowedSchemes }
-        _modify { yield &values.value.allowedSchemes }
+        set { values.modify { $0.allowedSchemes = newValue } }
     }
 
     /// `["http", "https"]`, the default of ``allowedSchemes``: one set shared by every request
@@ -115,7 +115,7 @@ public struct Request: Hashable, Sendable {
     /// counted as they arrive on the wire: CurlQueue does not ask for or decode compressed ones.
     public var maxResponseBodySize: Int64? {
         get { values.value.maxResponseBodySize }
-        set { values.value.maxResponseBodySize = newValue }
+        set { values.modify { $0.maxResponseBodySize = newValue } }
     }
     /// The most body bytes a response kept in memory may bring (one with no ``destination``
     /// to go to, that is not discarded or streamed, or an error response of a download), or
@@ -127,7 +127,7 @@ public struct Request: Hashable, Sendable {
     /// Defaults to ``defaultMaxInMemoryBodySize`` (64 MiB).
     public var maxInMemoryBodySize: Int64? {
         get { values.value.maxInMemoryBodySize }
-        set { values.value.maxInMemoryBodySize = newValue }
+        set { values.modify { $0.maxInMemoryBodySize = newValue } }
     }
     /// The default of ``maxInMemoryBodySize``: 64 MiB, larger than any API response one
     /// would parse in memory, and small enough that a few dozen transfers at once cannot
@@ -138,7 +138,7 @@ public struct Request: Hashable, Sendable {
     /// fields or the size, at no memory cost however large the body.
     public var discardsBody: Bool {
         get { values.value.discardsBody }
-        set { values.value.discardsBody = newValue }
+        set { values.modify { $0.discardsBody = newValue } }
     }
 
     /// Header fields of this request that a redirect to another origin carries along.
@@ -154,7 +154,7 @@ public struct Request: Hashable, Sendable {
     /// resume (`Range`, `If-Range`) go along as before.
     public var fieldsAllowedAcrossOrigins: Set<HTTPField.Name> {
         get { values.value.fieldsAllowedAcrossOrigins }
-        _modify { yield &values.value.fieldsAllowedAcrossOrigins }
+        set { values.modify { $0.fieldsAllowedAcrossOrigins = newValue } }
     }
 
     /// The header fields that a redirect carries to any origin: `Accept`, `Accept-Encoding`,
@@ -167,7 +167,7 @@ public struct Request: Hashable, Sendable {
     /// Problems found while building the request, reported when it runs.
     var problems: [String] {
         get { values.value.problems }
-        _modify { yield &values.value.problems }
+        set { values.modify { $0.problems = newValue } }
     }
 
     /// The stored values of a request, behind one reference (``CopyOnWrite``): copying a
@@ -228,9 +228,9 @@ public struct Request: Hashable, Sendable {
     public init(string: String, method: HTTPRequest.Method = .get) {
         self.init(url: Self.placeholderURL, method: method)
         if let target = LazyURL(string: string) {
-            values.value.target = target  // a new storage, held by this request only: set in place
+            values.modify { $0.target = target }
         } else {
-            self.problems.append("malformed URL: \(string.debugDescription)")
+            values.modify { $0.problems.append("malformed URL: \(string.debugDescription)") }
         }
     }
 
@@ -244,14 +244,14 @@ public struct Request: Hashable, Sendable {
     /// the request fail with ``RequestError/invalidRequest(_:)`` instead of being sent.
     public mutating func addHeader(_ name: String, _ value: String) {
         guard let fieldName = HTTPField.Name(name) else {
-            problems.append("invalid header name \(name.debugDescription)")
+            values.modify { $0.problems.append("invalid header name \(name.debugDescription)") }
             return
         }
         if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) {
-            problems.append("header \(name) has a value holding CR, LF or NUL")
+            values.modify { $0.problems.append("header \(name) has a value holding CR, LF or NUL") }
             return
         }
-        headerFields.append(HTTPField(name: fieldName, value: value))
+        values.modify { $0.headerFields.append(HTTPField(name: fieldName, value: value)) }
     }
 }
 

@@ -8,7 +8,7 @@ public struct Response: Sendable {
     /// The status of the final response (after redirects).
     public var status: HTTPResponse.Status {
         get { values.value.status }
-        set { values.value.status = newValue }
+        set { values.modify { $0.status = newValue } }
     }
     /// The header fields of the final response, in the order received.
     ///
@@ -21,17 +21,17 @@ public struct Response: Sendable {
             case .raw(let lines): lines.fields
             }
         }
-        set { values.value.fieldStorage = .parsed(newValue) }
+        set { values.modify { $0.fieldStorage = .parsed(newValue) } }
     }
     /// The body. Empty when a successful body went to the request's destination file.
     public var body: Data {
         get { values.value.body }
-        _modify { yield &values.value.body }
+        set { values.modify { $0.body = newValue } }
     }
     /// The destination file holding the body, for a successful download to a file.
     public var fileURL: URL? {
         get { values.value.fileURL }
-        set { values.value.fileURL = newValue }
+        set { values.modify { $0.fileURL = newValue } }
     }
     /// The URL of the final response, after redirects.
     ///
@@ -39,24 +39,24 @@ public struct Response: Sendable {
     /// string is parsed on the first read of this property (the result is kept).
     public var effectiveURL: URL? {
         get { values.value.effectiveTarget?.url }
-        set { values.value.effectiveTarget = newValue.map(LazyURL.parsed) }
+        set { values.modify { $0.effectiveTarget = newValue.map(LazyURL.parsed) } }
     }
     /// The effective URL as the engine got it (the request's own string, when kept).
     var effectiveTarget: LazyURL? { values.value.effectiveTarget }
     /// The HTTP version the final response used.
     public var httpVersion: HTTPVersion {
         get { values.value.httpVersion }
-        set { values.value.httpVersion = newValue }
+        set { values.modify { $0.httpVersion = newValue } }
     }
     /// Timings and sizes of the attempt that produced this response.
     public var metrics: TransferMetrics {
         get { values.value.metrics }
-        set { values.value.metrics = newValue }
+        set { values.modify { $0.metrics = newValue } }
     }
     /// How many attempts were made, the first included.
     public var attempts: Int {
         get { values.value.attempts }
-        set { values.value.attempts = newValue }
+        set { values.modify { $0.attempts = newValue } }
     }
 
     /// The stored values of a response, behind one reference (``CopyOnWrite``): a response is

@@ -21,14 +21,15 @@ struct CopyOnWrite<Value: Sendable>: Sendable {
 
     init(_ value: Value) { storage = Storage(value) }
 
-    /// The value: read in place, and written in place once this is the only holder of it (the
-    /// value is copied into a storage of its own first when another holder shares it).
-    var value: Value {
-        _read { yield storage.value }
-        _modify {
-            if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.value) }
-            yield &storage.value
-        }
+    /// The value.
+    var value: Value { storage.value }
+
+    /// Changes the value in place once this is the only holder of it (the value is copied into
+    /// a storage of its own first when another holder shares it), so a change to one part of
+    /// the value copies nothing else.
+    mutating func modify<Result>(_ change: (inout Value) throws -> Result) rethrows -> Result {
+        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.value) }
+        return try change(&storage.value)
     }
 
     /// Whether `self` and `other` share one storage, and so hold equal values.
