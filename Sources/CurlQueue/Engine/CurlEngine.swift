@@ -21,8 +21,8 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// Handlers to hand to a queue after the turn (``afterThisTurn(on:batched:_:)``).
     ///
     /// A struct, not a tuple: a list of tuples is emptied every turn through the runtime's
-    /// generic tuple code, which destroyed each element field by field through its type's
-    /// metadata — about 1,400 instructions per element, 3 % of a small GET.
+    /// generic tuple code, which destroys each element field by field through its type's
+    /// metadata (docs/performance.md).
     private struct DeferredCallback {
         let queue: DispatchQueue
         let batched: Bool
@@ -95,9 +95,8 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// running lie side by side; when several end in one turn, their freed blocks join the
     /// free memory at the top of the engine thread's heap, and glibc returns the top to the
     /// system (`madvise`) once more than its trim threshold, 128 KiB at first, is free there.
-    /// The next transfers then fault every page they read into back in: at concurrency 8 to 16
-    /// most runs of 10,000 small GETs made about 1,100 `madvise` calls and 8,000 extra page
-    /// faults, and took 8 to 10 % more CPU time (docs/performance.md).
+    /// The next transfers then fault every page they read into back in, which costs CPU time
+    /// at every concurrency above a few (docs/performance.md has the figures).
     ///
     /// Freeing one block of the size of the largest receive buffer (a body written to a
     /// file's) puts glibc in the state the first download to a file would: blocks up to that

@@ -37,8 +37,8 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
 
     // Engine thread only, from here on. Without dynamic exclusivity checks
     // (`@exclusivity(unchecked)`): one thread touches them and nothing it calls while one is
-    // being modified reaches back to it, so the checks (eleven per response's header lines
-    // alone, about 125 instructions each) could never fire. ThreadSanitizer still watches
+    // being modified reaches back to it, so the checks (docs/performance.md) could never
+    // fire. ThreadSanitizer still watches
     // the confinement.
     @exclusivity(unchecked) private(set) var delegate: (any TransferDelegate)?
     @exclusivity(unchecked) var easy: UnsafeMutableRawPointer?

@@ -5,10 +5,10 @@ import Synchronization
 /// and parsed into a `URL` only when someone asks for one.
 ///
 /// libcurl takes a URL as a string and parses it itself, so a request built from a string
-/// need not pay for `URL(string:)` (about 6,000 instructions, some 6 % of a small GET's
-/// cost) unless its caller reads ``Request/url``. Only strings that ``isPlain(_:)`` accepts
-/// are kept as text: `URL(string:)` takes those as they are, so the parsed URL, equality and
-/// hashing are what they would have been had the string been parsed at once.
+/// need not pay for `URL(string:)` (docs/performance.md) unless its caller reads
+/// ``Request/url``. Only strings that ``isPlain(_:)`` accepts are kept as text:
+/// `URL(string:)` takes those as they are, so the parsed URL, equality and hashing are what
+/// they would have been had the string been parsed at once.
 enum LazyURL: Hashable, Sendable {
     case parsed(URL)
     case text(Text)
