@@ -27,8 +27,8 @@ extension Routes {
         if let control = target.query["cc"] { fields.add(name: "Cache-Control", value: control) }
         let now = Int(Date().timeIntervalSince1970)
         if let expires = target.query["expires"] {
-            fields.add(name: "Date", value: HTTPDate.imfFixdate(secondsSince1970: now))
-            fields.add(name: "Expires", value: Int(expires).map { HTTPDate.imfFixdate(secondsSince1970: now + $0) } ?? "0")
+            fields.add(name: "Date", value: HTTPDateFormatter.imfFixdate(secondsSince1970: now))
+            fields.add(name: "Expires", value: Int(expires).map { HTTPDateFormatter.imfFixdate(secondsSince1970: now + $0) } ?? "0")
         }
         if let age = target.query["age"] { fields.add(name: "Age", value: age) }
         if let cookie = target.query["setCookie"] { fields.add(name: "Set-Cookie", value: cookie) }

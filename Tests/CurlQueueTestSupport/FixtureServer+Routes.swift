@@ -241,7 +241,7 @@ enum Routes {
         let version = state.recordFlakyHit("versioned-" + id)
         let total = max(0, target.int("bytes") ?? 1000)
         let etag = (target.flag("weak") ? "W/" : "") + "\"v\(version)\""
-        let lastModified = HTTPDate.imfFixdate(secondsSince1970: 1_600_000_000 + version * 3600)
+        let lastModified = HTTPDateFormatter.imfFixdate(secondsSince1970: 1_600_000_000 + version * 3600)
         var headers: HTTPHeaders = [
             "Content-Type": "application/octet-stream", "Accept-Ranges": "bytes", "ETag": etag, "Last-Modified": lastModified,
         ]
@@ -281,7 +281,7 @@ enum Routes {
             headers.add(name: "Retry-After", value: value)
         }
         if let seconds = target.int("retryAfterDate") {
-            headers.add(name: "Retry-After", value: HTTPDate.fromNow(seconds: seconds))
+            headers.add(name: "Retry-After", value: HTTPDateFormatter.fromNow(seconds: seconds))
         }
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Formats HTTP-dates (RFC 9110 §5.6.7 IMF-fixdate), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
-enum HTTPDate {
+enum HTTPDateFormatter {
     /// The IMF-fixdate `secondsFromNow` seconds from the current time.
     static func fromNow(seconds secondsFromNow: Int) -> String {
         let now = Int(Date().timeIntervalSince1970.rounded(.down))

@@ -395,7 +395,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         if status != CURLM_OK {
             let message = String(cString: curl_multi_strerror(status))
             release(transfer, keepingOptions: false)
-            transfer.finish(.failure(.transport(TransportFailure(code: CurlCode(rawValue: 2), message: message))))
+            transfer.finish(.failure(.transport(TransportFailure(code: .failedInit, message: message))))
             return
         }
     }

@@ -15,7 +15,7 @@ final class EasyHandle {
     /// and after a transfer whose options were its own (a body, header fields, a Range).
     /// Boxed: each transfer reads them, and reading a struct of strings out of a class's
     /// optional property copied it (retaining every string) where a box is one retain.
-    @exclusivity(unchecked) var configuration: Box<ReusableOptions>?
+    @exclusivity(unchecked) var configuration: SharedValue<ReusableOptions>?
     /// False once options were set since the last reset.
     @exclusivity(unchecked) private var isReset = true
 

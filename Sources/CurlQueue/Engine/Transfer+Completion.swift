@@ -15,7 +15,7 @@ extension Transfer {
     /// destination file: renamed into place after a complete 2xx body, kept as `.part` for a
     /// resume after a failure.
     func complete(code: CURLcode, errorBuffer: UnsafePointer<CChar>) -> Completion {
-        guard let easy else { return .finished(.failure(.transport(TransportFailure(code: CurlCode(rawValue: 2), message: "no handle")))) }
+        guard let easy else { return .finished(.failure(.transport(TransportFailure(code: .failedInit, message: "no handle")))) }
         if restartPending { return .restart }
         if metStrayBytesBeforeRequest {
             file?.close()

@@ -132,7 +132,7 @@ extension Transfer {
         if status != CURLE_OK {
             throw .invalidRequest("libcurl refused an option: \(String(cString: curl_easy_strerror(status)))")
         }
-        handle.configuration = bufferSizeTaken && reusable ? Box(reusableOptions(https: https, protocols: protocols)) : nil
+        handle.configuration = bufferSizeTaken && reusable ? SharedValue(reusableOptions(https: https, protocols: protocols)) : nil
     }
 
     /// The options that point at this transfer: the engine's way back to it, and the

@@ -8,6 +8,9 @@ public struct CurlCode: RawRepresentable, Hashable, Sendable, CustomStringConver
 
     /// `CURLE_UNSUPPORTED_PROTOCOL` (1).
     public static let unsupportedProtocol = CurlCode(rawValue: 1)
+    /// `CURLE_FAILED_INIT` (2): libcurl could not set up the transfer (the engine reports it
+    /// too when it could not add a transfer to its multi handle).
+    public static let failedInit = CurlCode(rawValue: 2)
     /// `CURLE_URL_MALFORMAT` (3).
     public static let urlMalformat = CurlCode(rawValue: 3)
     /// `CURLE_COULDNT_RESOLVE_PROXY` (5).

@@ -22,7 +22,7 @@ enum LazyURL: Hashable, Sendable {
         let string: String
         /// The scheme's length in UTF-8 bytes (the string starts with `scheme://`).
         let schemeLength: Int
-        private let parsed = AtomicLazyReference<Box<URL>>()
+        private let parsed = AtomicLazyReference<SharedValue<URL>>()
 
         /// `string` must be plain (see ``LazyURL/isPlain(_:)``), its scheme `schemeLength` bytes.
         init(_ string: String, schemeLength: Int) {
@@ -37,9 +37,9 @@ enum LazyURL: Hashable, Sendable {
             // is never taken in a release build, and would not crash if it were.
             guard let url = URL(string: string) else {
                 assertionFailure("URL(string:) refused a plain URL string: \(string.debugDescription)")
-                return parsed.storeIfNil(Box(URL(string: "invalid:")!)).value
+                return parsed.storeIfNil(SharedValue(URL(string: "invalid:")!)).value
             }
-            return parsed.storeIfNil(Box(url)).value
+            return parsed.storeIfNil(SharedValue(url)).value
         }
 
         /// Whether the string was parsed into a `URL` (someone read it).

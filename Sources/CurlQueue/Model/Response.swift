@@ -113,7 +113,7 @@ public struct Response: Sendable {
 /// moment may both parse; one result is kept, and both are equal.
 final class RawFieldLines: Sendable {
     private let lines: [UInt8]
-    private let parsed = AtomicLazyReference<Box<HTTPFields>>()
+    private let parsed = AtomicLazyReference<SharedValue<HTTPFields>>()
 
     init(_ lines: [UInt8]) {
         self.lines = lines
@@ -121,7 +121,7 @@ final class RawFieldLines: Sendable {
 
     var fields: HTTPFields {
         if let box = parsed.load() { return box.value }
-        return parsed.storeIfNil(Box(ResponseHeadParser.parseFields(lines))).value
+        return parsed.storeIfNil(SharedValue(ResponseHeadParser.parseFields(lines))).value
     }
 }
 

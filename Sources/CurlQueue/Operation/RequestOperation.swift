@@ -55,18 +55,18 @@ public final class RequestOperation: Sendable {
         /// may hold 100,000 of them).
         var retryPolicy: RetryPolicy {
             get { customRetryPolicy?.value ?? RetryPolicy() }
-            set { customRetryPolicy = newValue == RetryPolicy() ? nil : Box(newValue) }
+            set { customRetryPolicy = newValue == RetryPolicy() ? nil : SharedValue(newValue) }
         }
-        private var customRetryPolicy: Box<RetryPolicy>?
+        private var customRetryPolicy: SharedValue<RetryPolicy>?
         var priority = Priority.normal
         var callbackQueue = RequestOperation.defaultCallbackQueue
         /// The outcome once decided; boxed so that an operation holds no room for a
         /// `Response` before it has one.
         var result: Result<Response, RequestError>? {
             get { decided?.value }
-            set { decided = newValue.map(Box.init) }
+            set { decided = newValue.map(SharedValue.init) }
         }
-        private var decided: Box<Result<Response, RequestError>>?
+        private var decided: SharedValue<Result<Response, RequestError>>?
         /// Tasks awaiting the outcome. Each is resumed exactly once — by ``deliver(_:)``, which
         /// takes them all out under the lock with the outcome, or at once by ``addWaiter(_:)``
         /// when the outcome was already decided — and then reads ``result`` under the lock
@@ -507,7 +507,7 @@ public enum RequestOperationError: Error, Hashable, Sendable {
 var logger: Logger { Logger(label: "CurlQueue") }
 
 /// An immutable value on the heap, for rarely set state kept out of a struct's inline size.
-final class Box<Value: Sendable>: Sendable {
+final class SharedValue<Value: Sendable>: Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }
