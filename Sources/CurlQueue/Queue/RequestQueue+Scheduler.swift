@@ -101,7 +101,7 @@ extension RequestQueue {
             return true
         }
 
-        /// Adds a pending item whose host ``nextToStart(hostOf:)`` asks for when it needs it.
+        /// Adds a pending item whose host ``startNext(hostOf:each:)`` asks for when it needs it.
         /// Returns false when `id` is already in the queue.
         @discardableResult
         mutating func add(_ id: ID, payload: Payload, priority: Int) -> Bool {
@@ -155,21 +155,6 @@ extension RequestQueue {
             return ids
         }
 
-        /// Picks the items that may start now, marks them running, and returns them in order.
-        /// Every item in the queue must have been added with its host.
-        mutating func nextToStart() -> [ID] {
-            nextToStart(hostOf: { _ in preconditionFailure("an item was added without its host") })
-        }
-
-        /// Picks the items that may start now, marks them running, and returns them in order.
-        /// While there is a per-host limit, `hostOf` gives the host of an item added without
-        /// one, once, when it starts or parks; with none, it is not called.
-        mutating func nextToStart(hostOf: (ID) -> String) -> [ID] {
-            var started: [ID] = []
-            startNext(hostOf: { id, _ in hostOf(id) }, each: { id, _ in started.append(id) })
-            return started
-        }
-
         /// Picks the items that may start now, marks them running, and calls `each` with each
         /// of them in order. While there is a per-host limit, `hostOf` gives the host of an
         /// item added without one, once, when it starts or parks; with none, it is not called.
@@ -199,19 +184,9 @@ extension RequestQueue {
             }
         }
 
-        /// Sets the per-host limit, for items all added with their hosts.
-        mutating func setMaxPerHost(_ limit: Int) {
-            setMaxPerHost(limit, hostOf: { _, _ in preconditionFailure("an item was added without its host") })
-        }
-
         /// Sets the per-host limit; 0 means none. Parked items go back to wait for a slot.
         /// When a limit is set where there was none, `hostOf` gives the host of each running
         /// item that started without one, so the limit counts every running item.
-        mutating func setMaxPerHost(_ limit: Int, hostOf: (ID) -> String) {
-            setMaxPerHost(limit, hostOf: { id, _ in hostOf(id) })
-        }
-
-        /// ``setMaxPerHost(_:hostOf:)``, with `hostOf` given each item's payload too.
         mutating func setMaxPerHost(_ limit: Int, hostOf: (ID, Payload) -> String) {
             let wasUnlimited = maxPerHost == 0
             maxPerHost = max(0, limit)
@@ -276,20 +251,5 @@ extension RequestQueue {
             }
             parked[host] = heap.isEmpty ? nil : heap
         }
-    }
-}
-
-extension RequestQueue.Scheduler where Payload == Void {
-    /// Adds a pending item whose host is known. Returns false when `id` is already in the queue.
-    @discardableResult
-    mutating func add(_ id: ID, priority: Int, host: String) -> Bool {
-        add(id, payload: (), priority: priority, host: host)
-    }
-
-    /// Adds a pending item whose host ``nextToStart(hostOf:)`` asks for when it needs it.
-    /// Returns false when `id` is already in the queue.
-    @discardableResult
-    mutating func add(_ id: ID, priority: Int) -> Bool {
-        add(id, payload: (), priority: priority)
     }
 }
