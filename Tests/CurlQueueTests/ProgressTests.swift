@@ -24,7 +24,7 @@ import Testing
 
     @Test func unknownLengthGivesNoFractionUntilTheEnd() async throws {
         try await withServer { server in
-            let operation = RequestOperation(request: Request(url: server.url("/bytes/200000?chunked=1&drip=10&chunk=20000")))
+            let operation = RequestOperation(request: Request(url: server.url("/bytes/200000?chunked=1&drip=100&chunk=20000")))
             let reports = Box([TransferProgress]())
             operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
             _ = try await completion(of: operation).get()
@@ -108,7 +108,9 @@ import Testing
     /// counts up to the whole body.
     @Test func everyCallOfAChunkedDownloadHasNoTotalButTheLast() async throws {
         try await withServer { server in
-            let operation = RequestOperation(request: Request(url: server.url("/bytes/200000?chunked=1&drip=10&chunk=20000")))
+            // Ten chunks 100 ms apart: calls are at least 50 ms apart, so several come even when
+            // a loaded machine delivers two chunks in one turn (10 ms apart, 2 calls were seen).
+            let operation = RequestOperation(request: Request(url: server.url("/bytes/200000?chunked=1&drip=100&chunk=20000")))
             let reports = Box([TransferProgress]())
             operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
             _ = try await completion(of: operation).get()
