@@ -32,10 +32,18 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // OpenSSL's libcrypto (already there with libcurl4-openssl-dev): sha256/sha512/sha1/md5
+        // of downloaded files, computed as the bytes are written (Request.fileDigests).
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(
             name: "CurlQueue",
             dependencies: [
                 "CCurl",
+                "CCrypto",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HeapModule", package: "swift-collections"),

@@ -55,8 +55,8 @@ struct Job: Sendable {
     /// The file name in the output folder, safe and unique in the batch.
     var name: String
     var priority: InputPriority
-    /// Expected digest, lowercase hex.
-    var sha256: String?
+    /// The expected digest.
+    var checksum: Checksum?
     /// The URL's own `header=` lines (merged with `-H` when the request is made).
     var headers: [HeaderField]
     /// Bytes already in the `.part` file whose rest will be asked for.
@@ -93,11 +93,11 @@ struct JobPaths {
     /// Where the file stands once complete (and verified).
     func final(_ job: Job) -> String { folder + "/" + job.name }
 
-    /// Where the transfer puts it: the final path, or `NAME.unverified` while a sha256 is to
+    /// Where the transfer puts it: the final path, or `NAME.unverified` while a checksum is to
     /// be checked, so that nothing unverified ever stands under the final name. The transfer
     /// itself writes `<download>.part` until the body is complete.
     func download(_ job: Job) -> String {
-        job.sha256 == nil ? final(job) : final(job) + NameAllocator.unverifiedSuffix
+        job.checksum == nil ? final(job) : final(job) + NameAllocator.unverifiedSuffix
     }
 
     func part(_ job: Job) -> String { download(job) + ".part" }
@@ -115,7 +115,7 @@ enum BatchPlanner {
             let wanted = entry.out.map(SafeFileName.sanitize) ?? SafeFileName.from(url: entry.url)
             var job = Job(
                 index: index, url: entry.url, name: names.claim(wanted), priority: entry.priority,
-                sha256: entry.sha256, headers: entry.headers, resumeOffset: 0, discardedPart: nil, plan: .download)
+                checksum: entry.checksum, headers: entry.headers, resumeOffset: 0, discardedPart: nil, plan: .download)
             job.plan = decide(&job, paths: paths, options: options)
             jobs.append(job)
         }
@@ -132,7 +132,7 @@ enum BatchPlanner {
         case .missing:
             break
         }
-        let written = job.sha256 == nil ? [paths.part(job)] : [paths.part(job), paths.download(job)]
+        let written = job.checksum == nil ? [paths.part(job)] : [paths.part(job), paths.download(job)]
         for path in written {
             switch FileKind.of(path) {
             case .symbolicLink: return .fail("refusing to write through the symbolic link \(path)")

@@ -11,7 +11,7 @@ import Musl
 /// Runs one batch through a `RequestQueue`: one `RequestOperation` per file, handed to the
 /// queue when ``Admission`` says it may start (so the queue never holds more than `-j`), the
 /// live display told of each start there and fed progress and retries from the queue's events,
-/// sha256 checks after download, and the results.
+/// checksums (computed as the bytes arrive), and the results.
 ///
 /// Everything mutable lives on one serial dispatch queue, `queue`: the operations' completion
 /// handlers run there, queue events and timers are sent there, so no lock is needed and none
@@ -156,6 +156,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
 
     private func add(_ job: Job) {
         var request = Request(url: job.url, destination: URL(fileURLWithPath: paths.download(job)), resume: job.resumeOffset > 0)
+        request.fileDigests = job.digestsWanted(everything: options.digestEverything)
         request.timeouts = Request.Timeouts(
             connect: options.connectTimeout.map(Self.duration) ?? .seconds(30),
             total: options.timeout.map(Self.duration), idle: options.stallTimeout.map(Self.duration))
@@ -197,23 +198,28 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     }
 
     /// A file whose final name is already there is "already there" only once checked: against
-    /// its `sha256=` when one is given, else against the size the server announces for it (a
-    /// HEAD request). A file that fails the check is a failure, never reported as done. The
-    /// file is hashed only when there is a digest to check it against, `--json` or not.
+    /// its checksum (`sha256=`, `sha512=`, `sha1=`, `md5=`) when one is given, else against the
+    /// size the server announces for it (a HEAD request). A file that fails the check is a
+    /// failure, never reported as done. The file is hashed only when there is a digest to check
+    /// it against, `--json` or not.
     private func skip(_ job: Job) {
         let size = FileKind.size(paths.final(job)) ?? 0
         model.live[job.index].phase = .verifying
-        guard let expected = job.sha256 else {
+        guard let checksum = job.checksum else {
             checkAnnouncedSize(job, size: size)
             return
         }
-        hash(paths.final(job)) { [self] digest in
-            switch digest {
-            case .success(let actual) where actual != expected:
-                finalize(job.index, outcome: .failed, status: nil, attempts: 0, bytes: size, sha256: actual,
-                         error: "\(job.name) is already there but its sha256 is \(actual), not \(expected); --overwrite replaces it")
-            case .success(let actual):
-                finalize(job.index, outcome: .skipped, status: nil, attempts: 0, bytes: size, sha256: actual)
+        hash(paths.final(job), [checksum.algorithm]) { [self] digests in
+            switch digests {
+            case .success(let digests):
+                let actual = digests[checksum.algorithm] ?? ""
+                if actual != checksum.hex {
+                    let name = checksum.algorithm.rawValue
+                    finalize(job.index, outcome: .failed, status: nil, attempts: 0, bytes: size, sha256: digests[.sha256],
+                             error: "\(job.name) is already there but its \(name) is \(actual), not \(checksum.hex); --overwrite replaces it")
+                } else {
+                    finalize(job.index, outcome: .skipped, status: nil, attempts: 0, bytes: size, sha256: digests[.sha256])
+                }
             case .failure(.stopped):
                 finalize(job.index, outcome: .interrupted, status: nil, attempts: 0, bytes: size, error: interruption?.description)
             case .failure(.unreadable(let reason)):
@@ -294,7 +300,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             let status = response.status.code
             model.live[index].attempts = response.attempts
             if (200..<300).contains(status), response.fileURL != nil {
-                downloaded(job, status: status, attempts: response.attempts)
+                downloaded(job, status: status, attempts: response.attempts, digests: response.fileDigests)
             } else {
                 let tries = response.attempts > 1 ? " (after \(response.attempts) attempts)" : ""
                 finalize(index, outcome: .failed, status: status, attempts: response.attempts,
@@ -312,52 +318,68 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         }
     }
 
-    private func downloaded(_ job: Job, status: Int, attempts: Int) {
+    /// A complete body: checked against the file's checksum, with the digests the transfer
+    /// computed as it wrote the bytes, or (when it resumed a `.part`) read back from disk.
+    private func downloaded(_ job: Job, status: Int, attempts: Int, digests: [DigestAlgorithm: String]) {
         let index = job.index
-        guard let expected = job.sha256 else {
-            guard options.digestEverything else {
-                finalize(index, outcome: .downloaded, status: status, attempts: attempts)
-                return
-            }
-            model.live[index].phase = .verifying
-            hash(paths.final(job)) { [self] digest in
-                finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: try? digest.get())
-            }
+        let wanted = job.digestsWanted(everything: options.digestEverything)
+        guard !wanted.isEmpty else {
+            finalize(index, outcome: .downloaded, status: status, attempts: attempts)
+            return
+        }
+        let staged = paths.download(job)
+        if wanted.isSubset(of: digests.keys) {
+            verified(job, status: status, attempts: attempts, digests: .success(digests))
             return
         }
         model.live[index].phase = .verifying
+        hash(staged, wanted) { [self] digests in
+            verified(job, status: status, attempts: attempts, digests: digests)
+        }
+    }
+
+    private func verified(
+        _ job: Job, status: Int, attempts: Int, digests: Result<[DigestAlgorithm: String], SHA256.FileError>
+    ) {
+        let index = job.index
+        guard let checksum = job.checksum else {
+            finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: try? digests.get()[.sha256])
+            return
+        }
         let staged = paths.download(job)
         let final = paths.final(job)
-        hash(staged) { [self] digest in
-            switch digest {
-            case .success(let actual) where actual == expected:
-                if rename(staged, final) == 0 {
-                    finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: actual)
-                } else {
-                    let reason = String(cString: strerror(errno))
-                    finalize(index, outcome: .failed, status: status, attempts: attempts, sha256: actual,
-                             error: "cannot move \(staged) to \(final): \(reason)")
-                }
-            case .success(let actual):
-                let bytes = FileKind.size(staged) ?? 0
-                unlink(staged)
-                finalize(index, outcome: .failed, status: status, attempts: attempts, bytes: bytes, sha256: actual,
-                         error: "sha256 mismatch: expected \(expected), got \(actual); the download was deleted")
-            case .failure(.stopped):
-                finalize(index, outcome: .interrupted, status: status, attempts: attempts,
-                         error: "\(interruption?.description ?? "stopped") while checking sha256 (the download is kept as \(staged))")
-            case .failure(.unreadable(let reason)):
-                finalize(index, outcome: .failed, status: status, attempts: attempts, error: reason)
+        let name = checksum.algorithm.rawValue
+        switch digests {
+        case .success(let digests) where digests[checksum.algorithm] == checksum.hex:
+            if rename(staged, final) == 0 {
+                finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: digests[.sha256])
+            } else {
+                let reason = String(cString: strerror(errno))
+                finalize(index, outcome: .failed, status: status, attempts: attempts, sha256: digests[.sha256],
+                         error: "cannot move \(staged) to \(final): \(reason)")
             }
+        case .success(let digests):
+            let bytes = FileKind.size(staged) ?? 0
+            unlink(staged)
+            finalize(index, outcome: .failed, status: status, attempts: attempts, bytes: bytes, sha256: digests[.sha256],
+                     error: "\(name) mismatch: expected \(checksum.hex), got \(digests[checksum.algorithm] ?? "nothing"); the download was deleted")
+        case .failure(.stopped):
+            finalize(index, outcome: .interrupted, status: status, attempts: attempts,
+                     error: "\(interruption?.description ?? "stopped") while checking \(name) (the download is kept as \(staged))")
+        case .failure(.unreadable(let reason)):
+            finalize(index, outcome: .failed, status: status, attempts: attempts, error: reason)
         }
     }
 
     /// Hashes a file on the hashing queue, then calls `completion` on `queue`.
-    private func hash(_ path: String, completion: @escaping @Sendable (Result<String, SHA256.FileError>) -> Void) {
+    private func hash(
+        _ path: String, _ algorithms: Set<DigestAlgorithm>,
+        completion: @escaping @Sendable (Result<[DigestAlgorithm: String], SHA256.FileError>) -> Void
+    ) {
         hashQueue.async { [self] in
-            let result: Result<String, SHA256.FileError>
+            let result: Result<[DigestAlgorithm: String], SHA256.FileError>
             do throws(SHA256.FileError) {
-                result = .success(try SHA256.hex(ofFileAt: path) { self.stopHashing.load(ordering: .relaxed) })
+                result = .success(try FileDigests.hex(algorithms, ofFileAt: path) { self.stopHashing.load(ordering: .relaxed) })
             } catch {
                 result = .failure(error)
             }

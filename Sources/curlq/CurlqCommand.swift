@@ -16,7 +16,7 @@ struct Curlq: AsyncParsableCommand {
               curlq demo                                   # no network needed
 
             Input file: one URL per line; '#' comments and blank lines are skipped; indented \
-            key=value lines after a URL set out=NAME, priority=high|normal|low, sha256=HEX and \
+            key=value lines after a URL set out=NAME, priority=high|normal|low, sha256=HEX (or sha512=, sha1=, md5=) and \
             header=Name: value (repeatable).
 
             Exit status: 0 all downloaded or already there, 1 some failed, 2 usage error, \

@@ -20,11 +20,11 @@ struct GetCommand: AsyncParsableCommand {
               https://example.org/images/disk.iso
                   out=disk.iso
                   priority=high
-                  sha256=0123…(64 hex digits)
+                  sha256=0123…(64 hex digits; or sha512=, sha1=, md5=)
                   header=Authorization: Bearer s3cr3t
 
             Files are written as NAME.part and renamed to NAME once complete (and verified, when \
-            a sha256 is given). Names come from out= or the URL's last path segment, made safe: \
+            a checksum is given; it is computed as the bytes arrive). Names come from out= or the URL's last path segment, made safe: \
             nothing is ever written outside the output folder.
 
             EXAMPLES:

@@ -1,3 +1,4 @@
+import CurlQueue
 import Foundation
 
 /// The priority of one URL in the batch (`priority=` in an input file).
@@ -66,8 +67,8 @@ struct InputEntry: Equatable, Sendable {
     /// `out=`: the file name wanted in the output folder (made safe later).
     var out: String?
     var priority: InputPriority = .normal
-    /// `sha256=`: the expected digest, lowercase hex.
-    var sha256: String?
+    /// `sha256=`, `sha512=`, `sha1=` or `md5=`: the expected digest.
+    var checksum: Checksum?
     /// `header=` lines, in order.
     var headers: [HeaderField] = []
 }
@@ -87,7 +88,7 @@ struct InputEntry: Equatable, Sendable {
 /// A line that starts with a space or a tab belongs to the URL above it. Blank lines and lines
 /// whose first non-blank character is `#` are skipped. Parsing is pure: no I/O.
 enum InputFile {
-    static let keys = ["out", "priority", "sha256", "header"]
+    static let keys = ["out", "priority", "sha256", "sha512", "sha1", "md5", "header"]
 
     /// Parses a whole file (already read). `origin` names it in the entries (`urls.txt`).
     static func parse(_ data: Data, origin: String) throws(InputFileError) -> [InputEntry] {
@@ -150,8 +151,12 @@ enum InputFile {
                 throw InputProblem("priority must be high, normal or low, not \(quoted(value))")
             }
             entry.priority = priority
-        case "sha256":
-            entry.sha256 = try parseSHA256(value)
+        case "sha256", "sha512", "sha1", "md5":
+            let algorithm = DigestAlgorithm(rawValue: key)!
+            if let other = entry.checksum {
+                throw InputProblem("\(key)= and \(other.algorithm.rawValue)= are both given for this URL: give one checksum")
+            }
+            entry.checksum = Checksum(algorithm: algorithm, hex: try parseDigest(value, algorithm))
         case "header":
             switch HeaderField.parse(value) {
             case .success(let field): entry.headers.append(field)
@@ -162,10 +167,11 @@ enum InputFile {
         }
     }
 
-    /// 64 hexadecimal digits, returned in lowercase.
-    static func parseSHA256(_ value: String) throws(InputProblem) -> String {
-        guard value.utf8.count == 64, value.unicodeScalars.allSatisfy(\.properties.isASCIIHexDigit) else {
-            throw InputProblem("sha256= needs 64 hexadecimal digits, not \(quoted(value))")
+    /// The digest's hexadecimal digits (64 for sha256), returned in lowercase.
+    static func parseDigest(_ value: String, _ algorithm: DigestAlgorithm) throws(InputProblem) -> String {
+        let length = algorithm.hexLength
+        guard value.utf8.count == length, value.unicodeScalars.allSatisfy(\.properties.isASCIIHexDigit) else {
+            throw InputProblem("\(algorithm.rawValue)= needs \(length) hexadecimal digits, not \(quoted(value))")
         }
         return value.lowercased()
     }

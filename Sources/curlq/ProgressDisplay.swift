@@ -199,7 +199,7 @@ final class BarDisplay: ProgressDisplay {
         case .waitingToRetry(let attempt, let due):
             return Format.fit("\(name) retrying in \(Format.duration(max(0, due - now))) (attempt \(attempt) of \(model.maxAttempts))", width)
         case .verifying:
-            return Format.fit("\(name) checking sha256…", width)
+            return Format.fit("\(name) checking \(model.jobs[index].checksum?.algorithm.rawValue ?? "sha256")…", width)
         default:
             break
         }

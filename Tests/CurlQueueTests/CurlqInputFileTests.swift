@@ -38,7 +38,7 @@ import Testing
         #expect(b.origin == "urls.txt:5")
         #expect(b.out == "b-renamed.bin")
         #expect(b.priority == .high)
-        #expect(b.sha256 == "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")
+        #expect(b.checksum == Checksum(algorithm: .sha256, hex: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"))
         #expect(b.headers == [HeaderField(name: "Authorization", value: "Bearer  abc"), HeaderField(name: "X-Empty", value: "")])
         #expect(entries[2].priority == .normal && entries[2].out == nil && entries[2].headers.isEmpty)
     }

@@ -39,7 +39,7 @@ import Testing
     @Test func barFramesNeverWrap() {
         let jobs = ["short", String(repeating: "long-name-", count: 10), "日本語のファイル名.bin"].enumerated().map { index, name in
             Job(index: index, url: URL(string: "http://example.org/\(index)")!, name: name,
-                priority: .normal, sha256: nil, headers: [], resumeOffset: 0, plan: .download)
+                priority: .normal, checksum: nil, headers: [], resumeOffset: 0, plan: .download)
         }
         var model = BatchModel(jobs: jobs, maxAttempts: 6)
         for index in jobs.indices {

@@ -76,6 +76,7 @@ extension Transfer {
                     if status == 206 { try checkPartialContent(&file) }
                     try file.commit()
                     response.fileURL = file.destination
+                    response.fileDigests = file.finishedDigests
                 } catch {
                     file.close()
                     self.file = nil

@@ -24,7 +24,9 @@ extension Transfer {
             throw .invalidRequest("scheme \(scheme.isEmpty ? "(none)" : scheme) is not allowed")
         }
         if let destination = request.destination, bodyStream == nil {
-            file = try DestinationFile(destination: destination, resume: (request.resume || attempt > 1) && !rangeRefused)
+            file = try DestinationFile(
+                destination: destination, resume: (request.resume || attempt > 1) && !rangeRefused,
+                digests: request.fileDigests)
         }
         let easy = handle.easy
         self.easy = easy

@@ -33,6 +33,13 @@ struct DestinationFile {
     /// The device and inode of the file opened for writing: the rename moves only that file.
     private var written: (device: UInt, inode: UInt)?
     private(set) var bytesWritten: Int64 = 0
+    /// The digests asked for (``Request/fileDigests``).
+    private let digestAlgorithms: Set<DigestAlgorithm>
+    /// Running digests of the file, from its first byte; nil when none were asked for, or when
+    /// the file was resumed (its first bytes were not written by this transfer).
+    private var digests: FileDigests?
+    /// The digests of the file committed, when they were computed as it was written.
+    private(set) var finishedDigests: [DigestAlgorithm: String] = [:]
 
     /// The extended attribute of a `.part` file that holds its validator. Where the file system
     /// keeps no extended attributes, a resume goes without `If-Range`, as before.
@@ -41,8 +48,9 @@ struct DestinationFile {
     /// Prepares the destination; reads the size of an existing `.part` when resuming, and
     /// removes it otherwise: a `.part` file that is not resumed now must not be resumed by a
     /// later attempt either, which would append this download to bytes of another one.
-    init(destination: URL, resume: Bool) throws(RequestError) {
+    init(destination: URL, resume: Bool, digests: Set<DigestAlgorithm> = []) throws(RequestError) {
         self.destination = destination
+        self.digestAlgorithms = digests
         self.partPath = destination.path + ".part"
         let directory = destination.deletingLastPathComponent().path
         var isDirectory: ObjCBool = false
@@ -93,6 +101,7 @@ struct DestinationFile {
         descriptor = fd
         written = (UInt(info.st_dev), UInt(info.st_ino))
         bytesWritten = append ? resumeOffset : 0
+        digests = append && resumeOffset > 0 ? nil : FileDigests(digestAlgorithms)
     }
 
     /// Keeps `validator` with the `.part` file just opened from empty, or removes the one an
@@ -131,12 +140,15 @@ struct DestinationFile {
             }
             offset += written
         }
+        digests?.update(bytes)
         bytesWritten += Int64(bytes.count)
     }
 
     /// Closes the `.part` file and moves it to the destination, atomically.
     mutating func commit() throws(RequestError) {
         if descriptor < 0 { try open(append: false) }  // an empty body writes nothing
+        finishedDigests = digests?.finish() ?? [:]
+        digests = nil
         _ = fremovexattr(descriptor, Self.validatorAttribute)  // the finished file carries none
         close()
         // The name must still be the file written: a link or another file swapped in for it

@@ -94,6 +94,14 @@ public struct Request: Hashable, Sendable {
         get { values.value.resume }
         set { values.modify { $0.resume = newValue } }
     }
+    /// With a ``destination``: digests of the file computed as its bytes are written, given
+    /// in ``Response/fileDigests`` of the response that completed it. None when the file was
+    /// resumed (its first bytes were written by an earlier attempt or run): hash it from disk
+    /// then. Empty by default.
+    public var fileDigests: Set<DigestAlgorithm> {
+        get { values.value.fileDigests }
+        set { values.modify { $0.fileDigests = newValue } }
+    }
     /// Certificate trust for HTTPS.
     public var tls: TLSOptions {
         get { values.value.tls }
@@ -183,6 +191,7 @@ public struct Request: Hashable, Sendable {
         var redirectPolicy: RedirectPolicy
         var destination: URL?
         var resume: Bool
+        var fileDigests: Set<DigestAlgorithm> = []
         var tls: TLSOptions
         var allowedSchemes: Set<String>
         var maxResponseBodySize: Int64? = nil

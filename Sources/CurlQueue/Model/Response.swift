@@ -33,6 +33,13 @@ public struct Response: Sendable {
         get { values.value.fileURL }
         set { values.modify { $0.fileURL = newValue } }
     }
+    /// The digests of ``fileURL``'s bytes, lowercase hex, for each of the request's
+    /// ``Request/fileDigests``, computed as they were written. Empty when none were asked for
+    /// or the file was resumed (see ``Request/fileDigests``).
+    public var fileDigests: [DigestAlgorithm: String] {
+        get { values.value.fileDigests }
+        set { values.modify { $0.fileDigests = newValue } }
+    }
     /// The URL of the final response, after redirects.
     ///
     /// When no redirect happened, this is the request's own URL; one the request kept as a
@@ -68,6 +75,7 @@ public struct Response: Sendable {
         var fieldStorage: FieldStorage
         var body: Data
         var fileURL: URL?
+        var fileDigests: [DigestAlgorithm: String] = [:]
         var effectiveTarget: LazyURL?
         var httpVersion: HTTPVersion
         var metrics: TransferMetrics
