@@ -46,8 +46,13 @@ let package = Package(
         ),
         // curlq's input-file parser. curlq is an executable target, which no other package can
         // import, so this target compiles curlq's own Sources/curlq/InputFile.swift (through a
-        // symbolic link, unchanged; it needs nothing but Foundation) with the harness.
-        .executableTarget(name: "FuzzInputFile", swiftSettings: strict),
+        // symbolic link, unchanged; it needs Foundation and the core's `DigestAlgorithm`) with
+        // the harness.
+        .executableTarget(
+            name: "FuzzInputFile",
+            dependencies: [.product(name: "CurlQueue", package: "CurlQueue")],
+            swiftSettings: strict
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

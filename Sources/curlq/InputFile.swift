@@ -218,3 +218,14 @@ func quoted(_ text: some StringProtocol) -> String {
     if text.unicodeScalars.count > 200 { result += "…" }
     return result + "'"
 }
+
+/// An expected digest of a file (`sha256=`, `sha512=`, `sha1=` or `md5=` in the input file).
+///
+/// The transfer computes it as the bytes are written (``Request/fileDigests``, with OpenSSL's
+/// libcrypto); only a file whose first bytes were not written by this transfer (a resumed
+/// `.part`, a file already there) is hashed from disk.
+struct Checksum: Equatable, Sendable {
+    var algorithm: DigestAlgorithm
+    /// Lowercase hex.
+    var hex: String
+}

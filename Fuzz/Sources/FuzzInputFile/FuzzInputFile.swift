@@ -1,3 +1,4 @@
+import CurlQueue
 import Foundation
 
 /// A curlq input file (`curlq get -i FILE`), read with `InputFile.parse(_:origin:)` from curlq's
@@ -5,9 +6,10 @@ import Foundation
 ///
 /// Checked: an error names a line of the file, and its message has no control characters (curlq
 /// prints it to the terminal). Each entry comes from a line of its own, in order; its URL is http
-/// or https with a host; `out=` is not empty; `sha256=` is 64 lowercase hex digits; header names
-/// are tokens, and values have no ASCII control characters but tabs (none that a header line
-/// cannot carry: C1 controls, U+0080 to U+009F, are UTF-8 bytes above 0x7F, obs-text), nor
+/// or https with a host; `out=` is not empty; a checksum (`sha256=`, `sha512=`, `sha1=`,
+/// `md5=`) has its algorithm's number of lowercase hex digits; header names are tokens, and
+/// values have no ASCII control characters but tabs (none that a header line cannot carry: C1
+/// controls, U+0080 to U+009F, are UTF-8 bytes above 0x7F, obs-text), nor
 /// spaces or tabs at either end.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzInputFile(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -31,9 +33,11 @@ public func fuzzInputFile(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         check(["http", "https"].contains(entry.url.scheme?.lowercased()), "scheme of \(entry.url)")
         check(!(entry.url.host ?? "").isEmpty, "no host in \(entry.url)")
         if let out = entry.out { check(!out.isEmpty, "empty out=") }
-        if let sha256 = entry.sha256 {
-            check(sha256.utf8.count == 64 && sha256.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) },
-                  "sha256= \(sha256.debugDescription)")
+        if let checksum = entry.checksum {
+            let hex = checksum.hex
+            check(hex.utf8.count == checksum.algorithm.hexLength
+                    && hex.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) },
+                  "\(checksum.algorithm.rawValue)= \(hex.debugDescription)")
         }
         for header in entry.headers {
             check(!header.name.isEmpty && header.name.unicodeScalars.allSatisfy(isTokenScalar),
