@@ -17,7 +17,7 @@ import Testing
 @Suite struct AllocatorPreparationTests {
     @Test func aBlockAsLargeAsTheLargestReceiveBufferComesFromTheHeapOnceTheEngineExists() {
         _ = CurlEngine.shared
-        let size = Transfer.fileReceiveBufferSize + 1
+        let size = Attempt.fileReceiveBufferSize + 1
         let block = malloc(size)
         defer { free(block) }
         // A heap block has 7 to 22 bytes more than asked for; a mapped one is page-rounded

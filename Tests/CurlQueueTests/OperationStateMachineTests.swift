@@ -27,7 +27,7 @@ import Testing
         var machine = Machine()
         try machine.enqueue()
         #expect(throws: Machine.StartError.alreadyStarted) { try machine.start(handle: 1, fromQueue: false) }
-        guard case .startTransfer(1) = try machine.start(handle: 1, fromQueue: true) else {
+        guard case .startAttempt(1) = try machine.start(handle: 1, fromQueue: true) else {
             Issue.record("queue start did not start the transfer")
             return
         }
@@ -50,7 +50,7 @@ import Testing
     @Test func cancelWhileRunningWaitsForTheEngineThenCompletesOnce() throws {
         var machine = Machine()
         _ = try machine.start(handle: 7, fromQueue: false)
-        guard case .cancelTransfer(7) = machine.cancel() else {
+        guard case .cancelAttempt(7) = machine.cancel() else {
             Issue.record("cancel did not ask the engine to drop the transfer")
             return
         }
@@ -85,7 +85,7 @@ import Testing
         var attempts: [Int] = []
         for handle in 2...3 {
             _ = machine.attemptFinished(refused) { attempt in attempts.append(attempt); return .zero }
-            guard case .startTransfer(handle) = machine.retryTimerFired(attempt: handle - 1, handle: handle) else {
+            guard case .startAttempt(handle) = machine.retryTimerFired(attempt: handle - 1, handle: handle) else {
                 Issue.record("retry \(handle) did not start")
                 return
             }

@@ -30,9 +30,9 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     }
 
     private enum Command {
-        case add(Transfer)
-        case cancel(Transfer)
-        case resume(Transfer)
+        case add(Attempt)
+        case cancel(Attempt)
+        case resume(Attempt)
     }
 
     private struct Inbox {
@@ -47,7 +47,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     private let inbox = Locked(Inbox())
     private let engineThreadID = Atomic<UInt>(0)
 
-    // Engine thread only, and without dynamic exclusivity checks, as for Transfer's state.
+    // Engine thread only, and without dynamic exclusivity checks, as for Attempt's state.
     @exclusivity(unchecked) private var idleHandles: [EasyHandle] = []
     @exclusivity(unchecked) private var activeCount = 0
     /// The sockets of kept HTTP/1 connections, for the check before a request reuses one
@@ -70,15 +70,15 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// should not hold its buffer for the engine's life).
     private static let maxSpareCapacity = 1024
     /// The monotonic time of this turn, read once before each `curl_multi_perform`: the time
-    /// callbacks give to the bytes they see move (``Transfer/lastActivityNanos``), at the cost
+    /// callbacks give to the bytes they see move (``Attempt/lastActivityNanos``), at the cost
     /// of no clock read per callback.
     @exclusivity(unchecked) private(set) var turnNanos: UInt64 = 0
     /// The transfers with a stall limit (idle, head), each knowing its place
-    /// (``Transfer/deadlineIndex``), and no later than the earliest of their deadlines: the
+    /// (``Attempt/deadlineIndex``), and no later than the earliest of their deadlines: the
     /// engine looks at them when that time comes, and sleeps no longer than until then.
     /// Deadlines only move later as bytes move (a new one lowers this), so the list is walked
     /// about once per limit, not on every turn.
-    @exclusivity(unchecked) private var timedTransfers: [Transfer] = []
+    @exclusivity(unchecked) private var timedAttempts: [Attempt] = []
     @exclusivity(unchecked) private var nextDeadline = UInt64.max
     private let maxIdleHandles = 256
 
@@ -105,7 +105,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// (`mallopt`, `GLIBC_TUNABLES`), glibc no longer moves them, and this changes nothing. Other
     /// C libraries just allocate and free one block.
     static func prepareAllocator() {
-        ccurl_free_block_of_size(Transfer.fileReceiveBufferSize + 1)
+        ccurl_free_block_of_size(Attempt.fileReceiveBufferSize + 1)
     }
 
     init(name: String) {
@@ -127,21 +127,21 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
 
     /// Hands a transfer to the engine. From any thread; on the engine thread itself (a
     /// delegate starting the next transfer) it is taken up without a wakeup.
-    func submit(_ transfer: Transfer) {
-        send(.add(transfer))
+    func submit(_ attempt: Attempt) {
+        send(.add(attempt))
     }
 
     /// Cancels a submitted transfer. Its delegate hears `.cancelled` once the engine has
     /// removed it from the multi handle, unless it finished first.
-    func cancel(_ transfer: Transfer) {
-        transfer.cancelRequested.store(true, ordering: .relaxed)
-        send(.cancel(transfer))
+    func cancel(_ attempt: Attempt) {
+        attempt.cancelRequested.store(true, ordering: .relaxed)
+        send(.cancel(attempt))
     }
 
     /// Unpauses a transfer whose write callback paused it (its stream's consumer caught up).
     /// From any thread; does nothing once the transfer left the multi handle.
-    func resume(_ transfer: Transfer) {
-        send(.resume(transfer))
+    func resume(_ attempt: Attempt) {
+        send(.resume(attempt))
     }
 
     private func send(_ command: Command) {
@@ -234,19 +234,19 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     private func endStalledTransfers(now: UInt64) {
         var next = UInt64.max
         var index = 0
-        while index < timedTransfers.count {
-            let transfer = timedTransfers[index]
-            let deadline = transfer.deadline
-            guard deadline <= now, let easy = transfer.easy else {
+        while index < timedAttempts.count {
+            let attempt = timedAttempts[index]
+            let deadline = attempt.deadline
+            guard deadline <= now, let easy = attempt.easy else {
                 next = Swift.min(next, deadline)
                 index += 1
                 continue
             }
-            let failure = transfer.stallFailure(now: now)
+            let failure = attempt.stallFailure(now: now)
             curl_multi_remove_handle(multi, easy)
-            transfer.abandon()
-            release(transfer, keepingOptions: false)  // takes it out of the list: the next one is at `index`
-            transfer.finish(.failure(failure))
+            attempt.abandon()
+            release(attempt, keepingOptions: false)  // takes it out of the list: the next one is at `index`
+            attempt.finish(.failure(failure))
         }
         nextDeadline = next
     }
@@ -349,53 +349,53 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
 
     private func handle(_ command: Command) {
         switch command {
-        case .add(let transfer):
-            if transfer.cancelRequested.load(ordering: .relaxed) {
-                transfer.finish(.failure(.cancelled))
+        case .add(let attempt):
+            if attempt.cancelRequested.load(ordering: .relaxed) {
+                attempt.finish(.failure(.cancelled))
                 return
             }
-            start(transfer)
-        case .cancel(let transfer):
-            guard let easy = transfer.easy else { return }  // finished, or will see the flag
+            start(attempt)
+        case .cancel(let attempt):
+            guard let easy = attempt.easy else { return }  // finished, or will see the flag
             curl_multi_remove_handle(multi, easy)
-            transfer.abandon()
-            release(transfer, keepingOptions: false)
-            transfer.finish(.failure(.cancelled))
-        case .resume(let transfer):
-            guard let easy = transfer.easy else { return }  // finished or cancelled meanwhile
+            attempt.abandon()
+            release(attempt, keepingOptions: false)
+            attempt.finish(.failure(.cancelled))
+        case .resume(let attempt):
+            guard let easy = attempt.easy else { return }  // finished or cancelled meanwhile
             // The stall limits run again from now: the wait was the consumer's.
-            transfer.isPaused = false
-            transfer.lastActivityNanos = Self.monotonicNanos()
-            if transfer.hasStallLimits { lowerNextDeadline(to: transfer.deadline) }
+            attempt.isPaused = false
+            attempt.lastActivityNanos = Self.monotonicNanos()
+            if attempt.hasStallLimits { lowerNextDeadline(to: attempt.deadline) }
             // May call the write callback at once with the bytes it refused.
             _ = ccurl_easy_unpause(easy)
         }
     }
 
-    private func start(_ transfer: Transfer) {
+    private func start(_ attempt: Attempt) {
         let handle = idleHandles.popLast() ?? EasyHandle()
         do {
-            try transfer.configure(handle)
+            try attempt.configure(handle)
         } catch {
-            transfer.easy = nil
-            transfer.releaseCurlResources()
+            attempt.easy = nil
+            attempt.releaseCurlResources()
             recycle(handle, keepingOptions: false)
-            transfer.finish(.failure(error))
+            attempt.finish(.failure(error))
             return
         }
-        transfer.handle = handle
+        attempt.handle = handle
         activeCount += 1
-        if transfer.hasStallLimits {
-            transfer.deadlineIndex = timedTransfers.count
-            timedTransfers.append(transfer)
+        if attempt.hasStallLimits {
+            attempt.deadlineIndex = timedAttempts.count
+            timedAttempts.append(attempt)
         }
         // The multi handle's reference: balanced in `release`.
-        _ = Unmanaged.passRetained(transfer)
+        _ = Unmanaged.passRetained(attempt)
         let status = curl_multi_add_handle(multi, handle.easy)
         if status != CURLM_OK {
             let message = String(cString: curl_multi_strerror(status))
-            release(transfer, keepingOptions: false)
-            transfer.finish(.failure(.transport(TransportFailure(code: .failedInit, message: message))))
+            release(attempt, keepingOptions: false)
+            attempt.finish(.failure(.transport(TransportFailure(code: .failedInit, message: message))))
             return
         }
     }
@@ -408,18 +408,18 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
             var pointer: UnsafeMutableRawPointer?
             _ = ccurl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &pointer)
             guard let pointer else { continue }
-            let transfer = Unmanaged<Transfer>.fromOpaque(pointer).takeUnretainedValue()
+            let attempt = Unmanaged<Attempt>.fromOpaque(pointer).takeUnretainedValue()
             // While the handle is in the multi handle: libcurl gives its socket only then.
-            if code == CURLE_OK { transfer.noteHTTP1Socket(easy) }
+            if code == CURLE_OK { attempt.noteHTTP1Socket(easy) }
             curl_multi_remove_handle(multi, easy)
-            let completion = transfer.complete(code: code, errorBuffer: transfer.handle!.errorBuffer)
-            release(transfer, keepingOptions: code == CURLE_OK)
+            let completion = attempt.complete(code: code, errorBuffer: attempt.handle!.errorBuffer)
+            release(attempt, keepingOptions: code == CURLE_OK)
             switch completion {
             case .finished(let outcome):
-                transfer.finish(outcome)
+                attempt.finish(outcome)
             case .restart:
-                transfer.prepareRestart()
-                start(transfer)
+                attempt.prepareRestart()
+                start(attempt)
             }
         }
     }
@@ -428,22 +428,22 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// the multi handle's reference to the transfer. The handle keeps its options only after
     /// a transfer that libcurl completed without error (`keepingOptions`); a cancelled or
     /// failed one is reset.
-    private func release(_ transfer: Transfer, keepingOptions: Bool) {
-        guard let handle = transfer.handle else { return }
-        transfer.handle = nil
-        let place = transfer.deadlineIndex
+    private func release(_ attempt: Attempt, keepingOptions: Bool) {
+        guard let handle = attempt.handle else { return }
+        attempt.handle = nil
+        let place = attempt.deadlineIndex
         if place >= 0 {
-            let last = timedTransfers.removeLast()
-            if last !== transfer {
-                timedTransfers[place] = last
+            let last = timedAttempts.removeLast()
+            if last !== attempt {
+                timedAttempts[place] = last
                 last.deadlineIndex = place
             }
-            transfer.deadlineIndex = -1
+            attempt.deadlineIndex = -1
         }
-        transfer.releaseCurlResources()
+        attempt.releaseCurlResources()
         recycle(handle, keepingOptions: keepingOptions)
         activeCount -= 1
-        Unmanaged.passUnretained(transfer).release()
+        Unmanaged.passUnretained(attempt).release()
     }
 
     private func recycle(_ handle: EasyHandle, keepingOptions: Bool) {

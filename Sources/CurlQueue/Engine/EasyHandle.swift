@@ -5,7 +5,7 @@ import HTTPTypes
 /// transfers, so its connection-independent caches survive. Engine thread only.
 ///
 /// A handle whose transfer ended well keeps its options: when the next transfer would set the
-/// same ones (``configuration``, compared in place by `Transfer.configure`), it only gets a new
+/// same ones (``configuration``, compared in place by `Attempt.configure`), it only gets a new
 /// URL and new callback data, as a C program re-adds its handles. Any other transfer starts from
 /// a handle that `curl_easy_reset` put back to libcurl's defaults.
 final class EasyHandle {
@@ -50,7 +50,7 @@ final class EasyHandle {
 }
 
 /// What decides the options of a transfer that has nothing of its own to set: see
-/// `Transfer.reusableOptions`.
+/// `Attempt.reusableOptions`.
 struct ReusableOptions: Equatable {
     var method: HTTPRequest.Method
     var https: Bool
@@ -58,7 +58,7 @@ struct ReusableOptions: Equatable {
     var redirectPolicy: Request.RedirectPolicy
     var timeouts: Request.Timeouts
     var maxResponseBodySize: Int64?
-    /// CURLOPT_MAXFILESIZE_LARGE (see `Transfer.announcedBodyLimit`).
+    /// CURLOPT_MAXFILESIZE_LARGE (see `Attempt.announcedBodyLimit`).
     var announcedBodyLimit: Int64?
     var tls: Request.TLSOptions
     var wantsProgress: Bool

@@ -28,9 +28,9 @@ extension RequestOperation {
         enum Action {
             case none
             /// Hand the attempt to the engine.
-            case startTransfer(Handle)
+            case startAttempt(Handle)
             /// Ask the engine to drop the attempt; it reports back with `attemptFinished`.
-            case cancelTransfer(Handle)
+            case cancelAttempt(Handle)
             /// Call `retryTimerFired` after `delay`.
             case scheduleRetry(attempt: Int, delay: Duration)
             /// Deliver the result. Happens once.
@@ -75,7 +75,7 @@ extension RequestOperation {
             switch state {
             case .idle where !fromQueue, .enqueued where fromQueue:
                 state = .running(attempt: 1, handle: handle)
-                return .startTransfer(handle)
+                return .startAttempt(handle)
             case .finished where fromQueue:
                 return .none
             default:
@@ -91,7 +91,7 @@ extension RequestOperation {
                 return .complete(.failure(.cancelled))
             case .running(let attempt, let handle):
                 state = .cancelling(attempt: attempt)
-                return .cancelTransfer(handle)
+                return .cancelAttempt(handle)
             case .cancelling, .finished:
                 return .none
             }
@@ -130,7 +130,7 @@ extension RequestOperation {
         mutating func retryTimerFired(attempt: Int, handle: Handle) -> Action {
             guard case .waitingForRetry(let waiting) = state, waiting == attempt else { return .none }
             state = .running(attempt: attempt + 1, handle: handle)
-            return .startTransfer(handle)
+            return .startAttempt(handle)
         }
 
         /// The attempt number a new handle would run as, when a retry is due.

@@ -45,7 +45,7 @@ public final class RequestOperation: Sendable {
     let state: Locked<State>
 
     struct State {
-        var machine = StateMachine<Transfer>()
+        var machine = StateMachine<Attempt>()
         var completionHandler: (@Sendable (Result<Response, RequestError>) -> Void)?
         var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
         var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
@@ -238,9 +238,9 @@ public final class RequestOperation: Sendable {
     /// - Throws: ``RequestOperationError/alreadyStarted`` when it was started or queued before.
     public func start() throws(RequestOperationError) {
         let action = try state.withLock { state throws(RequestOperationError) in
-            let transfer = makeTransfer(attempt: 1, &state)
+            let next = makeAttempt(number: 1, &state)
             do {
-                return try state.machine.start(handle: transfer, fromQueue: false)
+                return try state.machine.start(handle: next, fromQueue: false)
             } catch {
                 throw RequestOperationError.alreadyStarted
             }
@@ -260,7 +260,7 @@ public final class RequestOperation: Sendable {
 
     // MARK: Internals
 
-    func makeTransfer(attempt: Int, _ state: inout State) -> Transfer {
+    func makeAttempt(number attempt: Int, _ state: inout State) -> Attempt {
         if attempt == 1, state.bodyStream == nil, let body = state.responseBodyHandler, state.machine.isBeforeFirstAttempt {
             state.bodyStream = BodyStream(mode: .push(queue: state.callbackQueue, head: state.responseHeadHandler, body: body))
         }
@@ -268,21 +268,21 @@ public final class RequestOperation: Sendable {
         if state.bodyStream != nil, state.autoRetry, attempt < state.retryPolicy.maxAttempts {
             statusesNotStreamed = state.retryPolicy.retryableStatuses
         }
-        return Transfer(
-            request: request, attempt: attempt,
+        return Attempt(
+            request: request, number: attempt,
             wantsProgress: state.downloadProgressHandler != nil || state.uploadProgressHandler != nil
                 || state.observer != nil,
             delegate: self, engine: engine, bodyStream: state.bodyStream, statusesNotStreamed: statusesNotStreamed)
     }
 
-    func perform(_ action: StateMachine<Transfer>.Action) {
+    func perform(_ action: StateMachine<Attempt>.Action) {
         switch action {
         case .none:
             break
-        case .startTransfer(let transfer):
-            engine.submit(transfer)
-        case .cancelTransfer(let transfer):
-            engine.cancel(transfer)
+        case .startAttempt(let attempt):
+            engine.submit(attempt)
+        case .cancelAttempt(let attempt):
+            engine.cancel(attempt)
         case .scheduleRetry(let attempt, let delay):
             state.withLock { $0.observer }?(.retrying(attempt: attempt + 1, delay: delay))
             Self.retryTimers.asyncAfter(deadline: .now() + delay.seconds) { [self] in
@@ -295,11 +295,11 @@ public final class RequestOperation: Sendable {
 
     private func retryTimerFired(attempt: Int) {
         let action = state.withLock { state in
-            guard state.machine.pendingRetryAttempt == attempt + 1 else { return StateMachine<Transfer>.Action.none }
-            let transfer = makeTransfer(attempt: attempt + 1, &state)
-            return state.machine.retryTimerFired(attempt: attempt, handle: transfer)
+            guard state.machine.pendingRetryAttempt == attempt + 1 else { return StateMachine<Attempt>.Action.none }
+            let next = makeAttempt(number: attempt + 1, &state)
+            return state.machine.retryTimerFired(attempt: attempt, handle: next)
         }
-        if case .startTransfer = action {
+        if case .startAttempt = action {
             logger.debug("retrying", metadata: ["url": "\(SecretRedactor.standard.redact(request.url))", "attempt": "\(attempt + 1)"])
         }
         perform(action)
@@ -471,11 +471,11 @@ public final class RequestOperation: Sendable {
     /// Starts the first attempt when a queue gives the operation its turn. Returns false when
     /// the operation was cancelled while it waited.
     func startFromQueue() -> Bool {
-        let (action, observer) = state.withLock { state -> (StateMachine<Transfer>.Action, (@Sendable (Observation) -> Void)?) in
-            let transfer = makeTransfer(attempt: 1, &state)
-            return ((try? state.machine.start(handle: transfer, fromQueue: true)) ?? .none, state.observer)
+        let (action, observer) = state.withLock { state -> (StateMachine<Attempt>.Action, (@Sendable (Observation) -> Void)?) in
+            let next = makeAttempt(number: 1, &state)
+            return ((try? state.machine.start(handle: next, fromQueue: true)) ?? .none, state.observer)
         }
-        guard case .startTransfer = action else { return false }
+        guard case .startAttempt = action else { return false }
         observer?(.started)  // before the engine has the transfer: no progress can come first
         perform(action)
         return true

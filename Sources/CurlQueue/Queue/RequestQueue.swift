@@ -198,7 +198,7 @@ public final class RequestQueue: Sendable {
     public func add(_ operation: RequestOperation) throws(RequestOperationError) {
         let priority: Int
         do {
-            priority = try operation.state.withLock { state throws(RequestOperation.StateMachine<Transfer>.StartError) in
+            priority = try operation.state.withLock { state throws(RequestOperation.StateMachine<Attempt>.StartError) in
                 try state.machine.enqueue()
                 return state.priority.rawValue
             }

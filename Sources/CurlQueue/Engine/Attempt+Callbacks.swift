@@ -6,20 +6,20 @@ import Glibc
 #endif
 
 // libcurl's callbacks, called on the engine thread from inside curl_multi_perform. Each gets
-// the Transfer through its userdata pointer, unretained: the engine holds the transfer
+// the Attempt through its userdata pointer, unretained: the engine holds the transfer
 // (through CURLOPT_PRIVATE) for as long as its easy handle is in the multi handle.
 
 let transferHeaderCallback: ccurl_data_callback = { buffer, size, count, userdata in
     let length = size * count
-    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
-    let goOn = transfer.didReceiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
+    let attempt = Unmanaged<Attempt>.fromOpaque(userdata!).takeUnretainedValue()
+    let goOn = attempt.didReceiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length))
     return goOn ? length : 0
 }
 
 let transferWriteCallback: ccurl_data_callback = { buffer, size, count, userdata in
     let length = size * count
-    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
-    let result = transfer.didReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length))
+    let attempt = Unmanaged<Attempt>.fromOpaque(userdata!).takeUnretainedValue()
+    let result = attempt.didReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length))
     switch result {
     case .consumed: return length
     // libcurl keeps these bytes and hands them over again once the engine unpauses.
@@ -29,44 +29,44 @@ let transferWriteCallback: ccurl_data_callback = { buffer, size, count, userdata
 }
 
 let transferReadCallback: ccurl_data_callback = { buffer, size, count, userdata in
-    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+    let attempt = Unmanaged<Attempt>.fromOpaque(userdata!).takeUnretainedValue()
     let target = UnsafeMutableRawBufferPointer(start: buffer, count: size * count)
-    guard let upload = transfer.upload else { return Int(CURL_READFUNC_ABORT) }
+    guard let upload = attempt.upload else { return Int(CURL_READFUNC_ABORT) }
     do throws(RequestError) {
         let count = try upload.read(into: target)
         // Bytes move: libcurl asks for more only as it sends what it has.
-        transfer.lastActivityNanos = transfer.engine.turnNanos
-        if upload.isAtEnd { transfer.requestBodySent() }
+        attempt.lastActivityNanos = attempt.engine.turnNanos
+        if upload.isAtEnd { attempt.requestBodySent() }
         return count
     } catch {
         // A body file that shrank or failed: this error, not the CURLcode of the abort.
-        transfer.callbackFailure = error
+        attempt.callbackFailure = error
         return Int(CURL_READFUNC_ABORT)
     }
 }
 
 let transferSeekCallback: ccurl_seek_callback = { userdata, offset, origin in
-    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
-    guard origin == SEEK_SET, transfer.upload?.seek(to: Int64(offset)) == true else {
+    let attempt = Unmanaged<Attempt>.fromOpaque(userdata!).takeUnretainedValue()
+    guard origin == SEEK_SET, attempt.upload?.seek(to: Int64(offset)) == true else {
         return CURL_SEEKFUNC_CANTSEEK
     }
     return CURL_SEEKFUNC_OK
 }
 
 let transferPrerequestCallback: ccurl_prereq_callback = { userdata, peerAddress, _, peerPort, localPort in
-    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
-    let goOn = transfer.requestWillBeSent(peerAddress: peerAddress, localPort: Int(localPort), peerPort: Int(peerPort))
+    let attempt = Unmanaged<Attempt>.fromOpaque(userdata!).takeUnretainedValue()
+    let goOn = attempt.requestWillBeSent(peerAddress: peerAddress, localPort: Int(localPort), peerPort: Int(peerPort))
     return goOn ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
 }
 
 let transferProgressCallback: ccurl_xferinfo_callback = { userdata, dltotal, dlnow, ultotal, ulnow in
-    let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
-    if transfer.cancelRequested.load(ordering: .relaxed) { return 1 }
-    transfer.progressTick(dltotal: Int64(dltotal), dlnow: Int64(dlnow), ultotal: Int64(ultotal), ulnow: Int64(ulnow))
+    let attempt = Unmanaged<Attempt>.fromOpaque(userdata!).takeUnretainedValue()
+    if attempt.cancelRequested.load(ordering: .relaxed) { return 1 }
+    attempt.progressTick(dltotal: Int64(dltotal), dlnow: Int64(dlnow), ultotal: Int64(ultotal), ulnow: Int64(ulnow))
     return 0
 }
 
-extension Transfer {
+extension Attempt {
     /// The shortest interval between two progress reports of one transfer.
     static let progressInterval: UInt64 = 50_000_000
 

@@ -2,7 +2,7 @@ import CCurl
 import Foundation
 import HTTPTypes
 
-extension Transfer {
+extension Attempt {
     /// Sets every option of `easy` for this attempt, on the engine thread. Throws for a
     /// request that cannot be sent; nothing is sent then.
     ///
@@ -25,7 +25,7 @@ extension Transfer {
         }
         if let destination = request.destination, bodyStream == nil {
             file = try DestinationFile(
-                destination: destination, resume: (request.resume || attempt > 1) && !rangeRefused,
+                destination: destination, resume: (request.resume || number > 1) && !rangeRefused,
                 digests: request.fileDigests)
         }
         let easy = handle.easy
@@ -86,7 +86,7 @@ extension Transfer {
         case .follow(let max):
             if followsRedirectsItself == nil { followsRedirectsItself = mustFollowRedirectsItself }
             if followsRedirectsItself == true {
-                // The caller's fields must not reach another origin: see Transfer+Redirects.swift.
+                // The caller's fields must not reach another origin: see Attempt+Redirects.swift.
                 set(CURLOPT_FOLLOWLOCATION, 0)
             } else {
                 set(CURLOPT_FOLLOWLOCATION, 1)
@@ -272,14 +272,14 @@ extension ReusableOptions {
     /// Whether these are the options `reusableOptions(https:protocols:)` would build for
     /// `transfer`, compared field by field without building them. The two must name the same
     /// fields: debug builds (the tests') check that this agrees with `==` on the built options.
-    func match(_ transfer: Transfer, https: Bool, protocols: String) -> Bool {
-        let request = transfer.request
-        let matches = self.https == https && receiveBufferSize == transfer.receiveBufferSize
-            && wantsProgress == transfer.wantsProgress && method == request.method
+    func match(_ attempt: Attempt, https: Bool, protocols: String) -> Bool {
+        let request = attempt.request
+        let matches = self.https == https && receiveBufferSize == attempt.receiveBufferSize
+            && wantsProgress == attempt.wantsProgress && method == request.method
             && self.protocols == protocols && redirectPolicy == request.redirectPolicy
             && timeouts == request.timeouts && maxResponseBodySize == request.maxResponseBodySize
-            && announcedBodyLimit == transfer.announcedBodyLimit && tls == request.tls
-        assert(matches == (self == transfer.reusableOptions(https: https, protocols: protocols)),
+            && announcedBodyLimit == attempt.announcedBodyLimit && tls == request.tls
+        assert(matches == (self == attempt.reusableOptions(https: https, protocols: protocols)),
                "match(_:https:protocols:) and reusableOptions(https:protocols:) name different fields")
         return matches
     }

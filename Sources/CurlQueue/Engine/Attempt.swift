@@ -5,12 +5,12 @@ import Synchronization
 
 /// Who hears about a transfer. Called on the engine thread: implementations do their
 /// bookkeeping and hand anything that is user code to another queue.
-protocol TransferDelegate: AnyObject, Sendable {
+protocol AttemptDelegate: AnyObject, Sendable {
     /// Throttled progress; bytes include what a resumed download already had. `download` is
     /// nil before the head of the response whose body it counts (an upload's progress then).
-    func transfer(_ transfer: Transfer, didProgressDownload download: TransferProgress?, upload: TransferProgress)
+    func attempt(_ attempt: Attempt, didProgressDownload download: TransferProgress?, upload: TransferProgress)
     /// The attempt is over, successfully or not, and the engine has let go of it.
-    func transfer(_ transfer: Transfer, didFinishWith outcome: AttemptOutcome)
+    func attempt(_ attempt: Attempt, didFinishWith outcome: AttemptOutcome)
 }
 
 /// One attempt of one operation: the request, where its body goes, and what came back.
@@ -18,11 +18,12 @@ protocol TransferDelegate: AnyObject, Sendable {
 /// A transfer is made on any thread and handed to the engine; from then on only the engine
 /// thread touches its mutable state (libcurl calls its callbacks from `curl_multi_perform`
 /// on that thread). The one exception is `cancelRequested`, an atomic.
-final class Transfer: @unchecked Sendable {  // safe: mutable state is confined to the engine thread (see above)
+final class Attempt: @unchecked Sendable {  // safe: mutable state is confined to the engine thread (see above)
     /// The request of this hop: the operation's, or the one a redirect the transfer follows
-    /// itself led to (see `Transfer+Redirects.swift`). Engine thread only once started.
+    /// itself led to (see `Attempt+Redirects.swift`). Engine thread only once started.
     @exclusivity(unchecked) var request: Request
-    let attempt: Int
+    /// 1 for the first attempt of its operation, 2 for the first retry, and so on.
+    let number: Int
     let wantsProgress: Bool
     /// Where the body goes when the operation streams it (see ``BodyStream``). Engine thread
     /// only; let go of when the attempt ends: a push stream holds the caller's handlers, which
@@ -40,7 +41,7 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     // being modified reaches back to it, so the checks (docs/performance.md) could never
     // fire. ThreadSanitizer still watches
     // the confinement.
-    @exclusivity(unchecked) private(set) var delegate: (any TransferDelegate)?
+    @exclusivity(unchecked) private(set) var delegate: (any AttemptDelegate)?
     @exclusivity(unchecked) var easy: UnsafeMutableRawPointer?
     @exclusivity(unchecked) var handle: EasyHandle?
     /// The URL as handed to libcurl: the effective URL is the request's own when it matches.
@@ -66,7 +67,7 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
     /// The engine runs the attempt again when it completes.
     @exclusivity(unchecked) var restartPending = false
     /// The attempt runs (again) on a new connection: its first run read bytes left on a
-    /// reused one (see ``Transfer/metLeftoverBytes(code:easy:)``).
+    /// reused one (see ``Attempt/metLeftoverBytes(code:easy:)``).
     @exclusivity(unchecked) var freshConnection = false
     /// The prerequest callback found bytes waiting on the reused HTTP/1 connection the next
     /// request was to go out on, and stopped it unsent (see ``requestWillBeSent(peerAddress:localPort:peerPort:)``).
@@ -115,10 +116,10 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         case stream
     }
 
-    init(request: Request, attempt: Int, wantsProgress: Bool, delegate: any TransferDelegate,
+    init(request: Request, number: Int, wantsProgress: Bool, delegate: any AttemptDelegate,
          engine: CurlEngine = .shared, bodyStream: BodyStream? = nil, statusesNotStreamed: Set<Int> = []) {
         self.request = request
-        self.attempt = attempt
+        self.number = number
         self.wantsProgress = wantsProgress
         self.delegate = delegate
         self.engine = engine
@@ -208,10 +209,10 @@ final class Transfer: @unchecked Sendable {  // safe: mutable state is confined 
         let delegate = self.delegate
         self.delegate = nil
         bodyStream = nil
-        delegate?.transfer(self, didFinishWith: outcome)
+        delegate?.attempt(self, didFinishWith: outcome)
     }
 
     func reportProgress(download: TransferProgress?, upload: TransferProgress) {
-        delegate?.transfer(self, didProgressDownload: download, upload: upload)
+        delegate?.attempt(self, didProgressDownload: download, upload: upload)
     }
 }

@@ -2,7 +2,7 @@ import CCurl
 import Foundation
 import HTTPTypes
 
-extension Transfer {
+extension Attempt {
     /// What the engine does with a transfer whose libcurl work ended.
     enum Completion {
         /// Report this outcome.
@@ -67,7 +67,7 @@ extension Transfer {
             effectiveTarget: effectiveURL(easy),
             httpVersion: head.version,
             metrics: metrics,
-            attempts: attempt)
+            attempts: number)
         memoryBody = Data()
 
         if var file {

@@ -1,9 +1,9 @@
 import Foundation
 
-extension RequestOperation: TransferDelegate {
+extension RequestOperation: AttemptDelegate {
     /// Before the response's head (`download` nil) only the upload handler is called, and the
     /// queue's events hear nothing: an event carries both values.
-    func transfer(_ transfer: Transfer, didProgressDownload download: TransferProgress?, upload: TransferProgress) {
+    func attempt(_ attempt: Attempt, didProgressDownload download: TransferProgress?, upload: TransferProgress) {
         let (queue, downloadHandler, uploadHandler, observer) = state.withLock { state in
             var downloadHandler: (@Sendable (TransferProgress) -> Void)?
             var uploadHandler: (@Sendable (TransferProgress) -> Void)?
@@ -25,7 +25,7 @@ extension RequestOperation: TransferDelegate {
         }
     }
 
-    func transfer(_ transfer: Transfer, didFinishWith outcome: AttemptOutcome) {
+    func attempt(_ attempt: Attempt, didFinishWith outcome: AttemptOutcome) {
         let action = state.withLock { state in
             // A streamed body's consumer has had the head, maybe bytes: no attempt may follow.
             // (The operation's stream, the transfer has let go of its own; its lock is never

@@ -15,7 +15,7 @@ import HTTPTypes
 // leaves the request's origin on, only the fields allowed there. Requests without such fields
 // keep libcurl's own following, as before.
 
-extension Transfer {
+extension Attempt {
     /// Whether this transfer must follow redirects itself: it follows them and carries a field
     /// that may not go to every origin.
     var mustFollowRedirectsItself: Bool {
