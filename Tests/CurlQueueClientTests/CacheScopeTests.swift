@@ -116,10 +116,10 @@ import Testing
 
     @Test func theKeyedHashIsHMACSHA256() {
         // RFC 4231, test case 2.
-        #expect(HMAC.sha256Hex(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8))
+        #expect(SHA256.hmacHex(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8))
                 == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
         // Test case 6: a key longer than the block is hashed first.
-        #expect(HMAC.sha256Hex(key: [UInt8](repeating: 0xaa, count: 131),
+        #expect(SHA256.hmacHex(key: [UInt8](repeating: 0xaa, count: 131),
                                message: Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8))
                 == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
     }

@@ -37,8 +37,7 @@ public enum DigestAlgorithm: String, Sendable, Hashable, CaseIterable {
 }
 
 /// Running digests of the bytes written to a ``DestinationFile``, with OpenSSL's libcrypto
-/// (already linked for libcurl's TLS; its assembly is several times faster than the portable
-/// ``SHA256`` of this package).
+/// (already linked for libcurl's TLS), which also backs ``SHA256``.
 ///
 /// Confined to the engine thread, like the file it belongs to; a reference so that the
 /// `DestinationFile` value that holds it stays cheap to copy, and its contexts are freed once.
@@ -74,7 +73,7 @@ package final class FileDigests {
         for entry in contexts {
             var length: UInt32 = 0
             guard EVP_DigestFinal_ex(entry.context, &digest, &length) == 1 else { continue }
-            result[entry.algorithm] = hex(digest[..<Int(length)])
+            result[entry.algorithm] = Self.hex(digest[..<Int(length)])
         }
         return result
     }
@@ -112,7 +111,16 @@ package final class FileDigests {
         return digests.finish()
     }
 
-    private func hex(_ bytes: ArraySlice<UInt8>) -> String {
+    /// HMAC-SHA-256 (RFC 2104) by libcrypto, lowercase hex.
+    package static func hmacSHA256Hex(key: [UInt8], message: [UInt8]) -> String {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let done = HMAC(EVP_sha256(), key, Int32(key.count), message, message.count, &digest, &length)
+        precondition(done != nil, "libcrypto's HMAC failed")
+        return hex(digest[..<Int(length)])
+    }
+
+    private static func hex(_ bytes: ArraySlice<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()
         text.reserveCapacity(bytes.count * 2)

@@ -79,7 +79,7 @@ struct CachePartition {
             append(url.user ?? "")
             append(url.password ?? "")
         }
-        return any ? HMAC.sha256Hex(key: secret, message: message) : nil
+        return any ? SHA256.hmacHex(key: secret, message: message) : nil
     }
 
     /// Whether the request carries `Authorization` in RFC 9111 §3.5's sense: the field, or a
@@ -96,24 +96,4 @@ struct CachePartition {
 
     /// The secret of stores that keep none of their own: random, one per process.
     static let processSecret = randomSecret()
-}
-
-/// HMAC (RFC 2104) over the package's SHA-256.
-enum HMAC {
-    static func sha256Hex(key: [UInt8], message: [UInt8]) -> String {
-        var block = key.count > 64 ? bytes(ofHex: SHA256.hex(of: key)) : key
-        block += [UInt8](repeating: 0, count: 64 - block.count)
-        var inner = SHA256()
-        inner.update(block.map { $0 ^ 0x36 } + message)
-        var outer = SHA256()
-        outer.update(block.map { $0 ^ 0x5c } + bytes(ofHex: inner.finalize()))
-        return outer.finalize()
-    }
-
-    /// The bytes of lowercase hexadecimal digits (a digest).
-    static func bytes(ofHex hex: String) -> [UInt8] {
-        func value(_ digit: UInt8) -> UInt8 { digit >= UInt8(ascii: "a") ? digit - UInt8(ascii: "a") + 10 : digit - UInt8(ascii: "0") }
-        let digits = Array(hex.utf8)
-        return stride(from: 0, to: digits.count - 1, by: 2).map { value(digits[$0]) << 4 | value(digits[$0 + 1]) }
-    }
 }
