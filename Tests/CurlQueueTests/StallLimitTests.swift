@@ -82,6 +82,7 @@ import Testing
             // the limit then rightly ends the transfer before it.
             let request = request(server, path, idle: .seconds(1))
             let operation = RequestOperation(request: request)
+            operation.callbackQueue = DispatchQueue(label: "stall mid-body")
             let reports = Box([(ContinuousClock.Instant, Int64)]())
             operation.downloadProgressHandler = { progress in reports.update { $0.append((.now, progress.bytesTransferred)) } }
             let (result, _, end) = await timed(request, operation: operation)
@@ -91,10 +92,13 @@ import Testing
                 return
             }
             // The report of the last byte runs on another queue, a little after the byte: the
-            // time since it is at most the limit, and not much less.
+            // time since it is at most the limit, and not much less. (0.6 to 0.7 s, in about a
+            // quarter of runs, was the throttle holding the last report back until libcurl
+            // next called the progress callback: Attempt.heldProgress.) A queue of its own, so
+            // that other tests' handlers on the shared default queue do not delay the report.
             let sinceLastByte = end - first.0
             print("stall mid-body \(path): failed \(sinceLastByte) after the last byte's report")
-            #expect(sinceLastByte >= .milliseconds(600) && sinceLastByte <= .seconds(1) + Self.slack,
+            #expect(sinceLastByte >= .milliseconds(700) && sinceLastByte <= .seconds(1) + Self.slack,
                     "failed \(sinceLastByte) after the last byte")
             guard case .failure(.timedOut(let failure)) = result else {
                 Issue.record("expected timedOut, got \(result)")

@@ -290,7 +290,8 @@ extension Attempt {
             code: .rangeError, message: "the server sent part of the file (206) that was not asked for"))
     }
 
-    /// Reports progress, at most once per ``progressInterval``.
+    /// Reports progress, at most once per ``progressInterval``; what the interval holds back
+    /// is reported when it ends (``heldProgress``).
     ///
     /// The download's is known only once the head of the response whose body it is has come:
     /// before it libcurl says `0 of nil`, even for a resumed download whose `.part` already has
@@ -305,12 +306,17 @@ extension Attempt {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let nanos = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-        guard nanos &- lastProgressNanos >= Self.progressInterval else { return }
-        lastProgressNanos = nanos
         let download = hasDownload
             ? TransferProgress(bytesTransferred: progressBase + dlnow, totalBytes: dltotal > 0 ? progressBase + dltotal : nil)
             : nil
         let upload = TransferProgress(bytesTransferred: ulnow, totalBytes: ultotal > 0 ? ultotal : nil)
+        guard nanos &- lastProgressNanos >= Self.progressInterval else {
+            heldProgress = (download, upload)
+            if !isInProgressFlushList { engine.flushProgress(of: self, at: lastProgressNanos &+ Self.progressInterval) }
+            return
+        }
+        lastProgressNanos = nanos
+        heldProgress = nil
         reportProgress(download: download, upload: upload)
     }
 }

@@ -85,6 +85,13 @@ final class Attempt: @unchecked Sendable {  // safe: mutable state is confined t
     /// Body bytes of this response so far, the resumed part of a file included.
     @exclusivity(unchecked) var bodyBytes: Int64 = 0
     @exclusivity(unchecked) var lastProgressNanos: UInt64 = 0
+    /// The latest progress the throttle held back, reported by the engine once the interval
+    /// has passed unless a later report came first (``CurlEngine/flushHeldProgress(now:)``):
+    /// without it, bytes that arrive just after a report and then stop (a stall, a slow
+    /// server) would not be reported until libcurl calls the progress callback again, if ever.
+    @exclusivity(unchecked) var heldProgress: (download: TransferProgress?, upload: TransferProgress)?
+    /// Whether this transfer is in the engine's list of held progress to flush.
+    @exclusivity(unchecked) var isInProgressFlushList = false
     @exclusivity(unchecked) var progressBase: Int64 = 0
     /// Whether the head of the response whose body this is (not an interim 1xx, not a redirect
     /// libcurl follows) is complete: no download progress is reported before it.
@@ -191,6 +198,7 @@ final class Attempt: @unchecked Sendable {  // safe: mutable state is confined t
         restartPending = false
         bodyBytes = 0
         progressBase = 0
+        heldProgress = nil
         finalHeadReceived = false
         lastActivityNanos = 0
         headClockStart = 0

@@ -80,6 +80,10 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// about once per limit, not on every turn.
     @exclusivity(unchecked) private var timedAttempts: [Attempt] = []
     @exclusivity(unchecked) private var nextDeadline = UInt64.max
+    /// Transfers whose throttled progress holds a report back (``Attempt/heldProgress``), and
+    /// the earliest time one of them is due.
+    @exclusivity(unchecked) private var progressFlushes: [Attempt] = []
+    @exclusivity(unchecked) private var nextProgressFlush = UInt64.max
     private let maxIdleHandles = 256
 
     private static let globalInit: Void = {
@@ -197,15 +201,19 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
                 rounds += 1
             } while !localCommands.isEmpty && rounds < 2
             if turnNanos >= nextDeadline { endStalledTransfers(now: turnNanos) }
+            if nextProgressFlush != .max, Self.monotonicNanos() >= nextProgressFlush {
+                flushHeldProgress(now: Self.monotonicNanos())
+            }
             runDeferred()
             // More work of our own: go round again without sleeping, but through the inbox
             // first, so that a long chain of completions never holds up other threads' work.
             if !localCommands.isEmpty { continue }
             // curl lowers the timeout to its own next deadline; the wakeup ends it at once.
             var timeout: Int32 = activeCount == 0 ? 60_000 : 1000
-            if nextDeadline != .max {
+            let wakeAt = Swift.min(nextDeadline, nextProgressFlush)
+            if wakeAt != .max {
                 let now = Self.monotonicNanos()
-                let wait = nextDeadline > now ? (nextDeadline - now + 999_999) / 1_000_000 : 0
+                let wait = wakeAt > now ? (wakeAt - now + 999_999) / 1_000_000 : 0
                 timeout = Int32(clamping: Swift.min(UInt64(timeout), wait))
             }
             curl_multi_poll(multi, nil, 0, timeout, nil)
@@ -222,6 +230,40 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// went out, its body was sent). Engine thread.
     func lowerNextDeadline(to deadline: UInt64) {
         if deadline < nextDeadline { nextDeadline = deadline }
+    }
+
+    /// Has the engine report `attempt`'s held-back progress at `time` (engine thread; called
+    /// by its progress callback when the throttle holds a report back).
+    func flushProgress(of attempt: Attempt, at time: UInt64) {
+        attempt.isInProgressFlushList = true
+        progressFlushes.append(attempt)
+        if time < nextProgressFlush { nextProgressFlush = time }
+    }
+
+    /// Reports the held-back progress that is due, of transfers still running; keeps the rest
+    /// for later. A transfer that reported since has nothing held, and one that ended reports
+    /// its final sizes with its completion instead.
+    private func flushHeldProgress(now: UInt64) {
+        var next = UInt64.max
+        var index = 0
+        while index < progressFlushes.count {
+            let attempt = progressFlushes[index]
+            let due = attempt.lastProgressNanos &+ Attempt.progressInterval
+            if attempt.handle != nil, attempt.heldProgress != nil, due > now {
+                next = Swift.min(next, due)
+                index += 1
+                continue
+            }
+            if attempt.handle != nil, let held = attempt.heldProgress {
+                attempt.heldProgress = nil
+                attempt.lastProgressNanos = now
+                attempt.reportProgress(download: held.download, upload: held.upload)
+            }
+            attempt.isInProgressFlushList = false
+            progressFlushes.swapAt(index, progressFlushes.count - 1)
+            progressFlushes.removeLast()
+        }
+        nextProgressFlush = next
     }
 
     /// Ends the transfers whose stall deadline passed with `.timedOut` (code 28), as a cancel
