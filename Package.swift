@@ -14,6 +14,8 @@ let package = Package(
         // HTTPClient, middleware, JSON, response cache, OAuth2: built on the core's public API.
         .library(name: "CurlQueueClient", targets: ["CurlQueueClient"]),
         .executable(name: "curlq", targets: ["curlq"]),
+        // Durable jobs: the job model, the store protocol and the worker (no store in it).
+        .library(name: "CurlQueueDurable", targets: ["CurlQueueDurable"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
@@ -58,6 +60,11 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "CurlQueueDurable",
+            dependencies: ["CurlQueue"],
             swiftSettings: strict
         ),
         .target(

@@ -1,0 +1,88 @@
+public import Foundation
+
+/// The request of a durable job: a `Codable` description of a ``CurlQueue/Request`` that any
+/// worker can run, with no closures and no secrets in it.
+///
+/// Paths are what make a job machine-bound, so they are kept apart: ``destination`` is
+/// relative to the worker's download folder (the same job downloads into each worker's own
+/// folder), and a ``Body/file(_:)`` body names a file on the machine that runs the job.
+public struct JobRequest: Codable, Sendable, Hashable {
+    /// One header field, in order (a field may repeat).
+    public struct Field: Codable, Sendable, Hashable {
+        public var name: String
+        public var value: String
+        public init(_ name: String, _ value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// The body sent with the request.
+    public enum Body: Codable, Sendable, Hashable {
+        /// Bytes stored in the job itself, up to ``JobSpec/Limits/maxInlineBody``.
+        case inline(Data)
+        /// A file read when the job runs, on the machine that runs it: an absolute path.
+        case file(String)
+    }
+
+    /// Timeouts, in seconds (nil: the core's default). Mirrors ``CurlQueue/Request/Timeouts``.
+    public struct Timeouts: Codable, Sendable, Hashable {
+        public var connect: Double?
+        public var total: Double?
+        public var idle: Double?
+        public var head: Double?
+        public init(connect: Double? = nil, total: Double? = nil, idle: Double? = nil, head: Double? = nil) {
+            self.connect = connect
+            self.total = total
+            self.idle = idle
+            self.head = head
+        }
+    }
+
+    /// The URL as given: http or https.
+    public var url: String
+    /// The method, e.g. "GET".
+    public var method: String
+    /// Header fields, in order. `Authorization`, `Cookie` and `Proxy-Authorization` are refused
+    /// here (see ``JobSpec/credential``).
+    public var headerFields: [Field]
+    public var body: Body?
+    /// Where the response body goes, relative to the worker's download folder: no leading
+    /// `/`, no `..` component. Nil: the body is kept in memory and handed to the handler.
+    public var destination: String?
+    /// Resume an interrupted download from its `.part` file (with Range / If-Range).
+    public var resume: Bool
+    public var timeouts: Timeouts
+    /// The largest response body accepted, in bytes (nil: no limit but the core's in-memory one).
+    public var maxResponseBodySize: Int64?
+
+    public init(
+        url: String,
+        method: String = "GET",
+        headerFields: [Field] = [],
+        body: Body? = nil,
+        destination: String? = nil,
+        resume: Bool = true,
+        timeouts: Timeouts = .init(),
+        maxResponseBodySize: Int64? = nil
+    ) {
+        self.url = url
+        self.method = method
+        self.headerFields = headerFields
+        self.body = body
+        self.destination = destination
+        self.resume = resume
+        self.timeouts = timeouts
+        self.maxResponseBodySize = maxResponseBodySize
+    }
+
+    /// `scheme://host:port` of ``url``, lowercased, with the default port filled in: the key of
+    /// per-origin limits. Empty when the URL does not parse.
+    public var origin: String {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            let host = components.host?.lowercased()
+        else { return "" }
+        let port = components.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(host):\(port)"
+    }
+}

@@ -1,0 +1,48 @@
+public import CurlQueue
+import Foundation
+
+/// How often and when a durable job is tried again: a `Codable` mirror of
+/// ``CurlQueue/RetryPolicy``, in seconds.
+///
+/// ``maxAttempts`` counts claims: every time a worker takes the job counts, whether the
+/// attempt ended in an error, a retryable status or the worker's death. That is what ends a
+/// job that kills its worker each time: it fails after `maxAttempts` claims.
+public struct JobRetryPolicy: Codable, Sendable, Hashable {
+    /// Claims in all, the first included. At least 1.
+    public var maxAttempts: Int
+    public var initialBackoff: Double
+    public var maxBackoff: Double
+    public var multiplier: Double
+    public var jitter: Double
+    /// HTTP statuses treated as failures worth retrying.
+    public var retryableStatuses: Set<Int>
+    /// The longest `Retry-After` honoured, in seconds.
+    public var maxRetryAfter: Double
+
+    public init(
+        maxAttempts: Int = 5,
+        initialBackoff: Double = 1,
+        maxBackoff: Double = 300,
+        multiplier: Double = 2,
+        jitter: Double = 0.5,
+        retryableStatuses: Set<Int> = RetryPolicy.transientStatuses,
+        maxRetryAfter: Double = 3600
+    ) {
+        self.maxAttempts = maxAttempts
+        self.initialBackoff = initialBackoff
+        self.maxBackoff = maxBackoff
+        self.multiplier = multiplier
+        self.jitter = jitter
+        self.retryableStatuses = retryableStatuses
+        self.maxRetryAfter = maxRetryAfter
+    }
+
+    /// The wait, in seconds, before the claim that follows attempt `attempt` (1-based), with
+    /// `random` in 0..<1 choosing the point within the jitter ("equal jitter", as the core).
+    public func backoff(afterAttempt attempt: Int, random: Double) -> Double {
+        let base = initialBackoff * pow(max(1, multiplier), Double(max(0, attempt - 1)))
+        let capped = min(base, maxBackoff)
+        let spread = min(1, max(0, jitter))
+        return capped * (1 - spread) + capped * spread * min(max(random, 0), 1)
+    }
+}

@@ -1,0 +1,133 @@
+public import Foundation
+
+/// A job's id in its store: the enqueue sequence, unique in the store.
+public typealias JobID = Int64
+
+/// Where a job is in its life.
+///
+/// ```
+/// scheduled ──due──▶ available ──claim──▶ running ──finish──▶ completed | failed | cancelled
+///     ▲                 ▲                    │
+///     └─finish(.retry)──┼────────────────────┤
+///                       └─release / rescue───┘
+/// ```
+/// `completed`, `failed` and `cancelled` are final. A final job whose outcome a worker
+/// recorded is "unhandled" until its handler returned (``JobRecord/handled``).
+public enum JobState: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Waiting for its ``JobRecord/runAt`` (a retry's backoff, or a job enqueued for later).
+    case scheduled
+    /// Waiting for a worker.
+    case available
+    /// Claimed by a worker, which holds its lease.
+    case running
+    case completed
+    case failed
+    case cancelled
+
+    /// completed, failed or cancelled.
+    public var isFinal: Bool { self == .completed || self == .failed || self == .cancelled }
+}
+
+/// A claim of one job by one worker: the job and its fencing token. Every write a worker makes
+/// for the job carries the lease; the store ignores it once the token is no longer current
+/// (the job was rescued, released or claimed again).
+public struct Lease: Codable, Sendable, Hashable {
+    public var job: JobID
+    /// Raised by one at each claim.
+    public var token: Int64
+    public init(job: JobID, token: Int64) {
+        self.job = job
+        self.token = token
+    }
+}
+
+/// How an attempt ended, as the worker records it with `finish`.
+public enum JobOutcome: Codable, Sendable, Hashable {
+    /// The transfer is done (any HTTP status the handler is to see).
+    case completed(JobResult)
+    /// Try again at `at`, if attempts remain; else the job fails with `reason`.
+    case retry(reason: String, at: Date)
+    /// Failed for good.
+    case failed(reason: String)
+    /// Cancelled while running (asked through the store, or replaced by a newer equal job).
+    case cancelled(reason: String)
+}
+
+/// What a completed attempt produced.
+public struct JobResult: Codable, Sendable, Hashable {
+    /// The HTTP status.
+    public var status: Int
+    /// Bytes of the response body (of the whole file, for a resumed download).
+    public var bytes: Int64
+    /// The final file's path relative to the worker's folder, when there is one.
+    public var file: String?
+    /// SHA-256 of the file, when computed.
+    public var sha256: String?
+    /// The body, for a small in-memory response (not for downloads).
+    public var body: Data?
+    public init(status: Int, bytes: Int64, file: String? = nil, sha256: String? = nil, body: Data? = nil) {
+        self.status = status
+        self.bytes = bytes
+        self.file = file
+        self.sha256 = sha256
+        self.body = body
+    }
+}
+
+/// Progress of a running download, recorded with the heartbeat: lets a restart check its
+/// `.part` file (bytes known flushed, and the validator it was fetched with).
+public struct Checkpoint: Codable, Sendable, Hashable {
+    public var bytes: Int64
+    public var validator: String?
+    public var node: String
+    public init(bytes: Int64, validator: String? = nil, node: String) {
+        self.bytes = bytes
+        self.validator = validator
+        self.node = node
+    }
+}
+
+/// A job as the store holds it: what `jobs(_:)` returns.
+public struct JobRecord: Codable, Sendable, Hashable {
+    public var id: JobID
+    public var queue: String
+    public var spec: JobSpec
+    public var state: JobState
+    /// Claims so far.
+    public var attempt: Int
+    public var runAt: Date
+    public var createdAt: Date
+    public var finalizedAt: Date?
+    /// The worker holding the job (running, or final and unhandled by it), if any.
+    public var worker: String?
+    /// The error of the last failed attempt, or why it was cancelled.
+    public var lastError: String?
+    /// The recorded outcome of a final job whose worker recorded one.
+    public var outcome: JobOutcome?
+    /// Whether the handler returned for the final outcome (true for jobs cancelled or failed
+    /// without a worker: there is no handler call for them).
+    public var handled: Bool
+    public var checkpoint: Checkpoint?
+    public var cancelRequested: Bool
+
+    public init(
+        id: JobID, queue: String, spec: JobSpec, state: JobState, attempt: Int, runAt: Date, createdAt: Date,
+        finalizedAt: Date? = nil, worker: String? = nil, lastError: String? = nil, outcome: JobOutcome? = nil,
+        handled: Bool = false, checkpoint: Checkpoint? = nil, cancelRequested: Bool = false
+    ) {
+        self.id = id
+        self.queue = queue
+        self.spec = spec
+        self.state = state
+        self.attempt = attempt
+        self.runAt = runAt
+        self.createdAt = createdAt
+        self.finalizedAt = finalizedAt
+        self.worker = worker
+        self.lastError = lastError
+        self.outcome = outcome
+        self.handled = handled
+        self.checkpoint = checkpoint
+        self.cancelRequested = cancelRequested
+    }
+}
