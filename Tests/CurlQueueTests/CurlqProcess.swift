@@ -1,0 +1,252 @@
+@testable import curlq
+import CurlQueue
+import CurlQueueTestHelpers
+import CurlQueueTestSupport
+import Dispatch
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// What the end-to-end tests of the `curlq` executable (the Curlq*Tests suites that run it) share:
+// the binary built next to the tests runs as a subprocess against a fixture server started by
+// each test. Every wait is for an event: the process's exit, a request reaching the server, or
+// a file growing (inotify).
+
+/// How a run of `curlq` ended.
+struct CurlqRun: CustomStringConvertible {
+    /// The exit status, or 128 + the signal that killed it.
+    var status: Int32
+    var killedBySignal: Bool
+    var stdout: String
+    var stderr: String
+    /// Peak resident memory of the process, from `wait4`.
+    var peakMemoryKiB: Int
+    var seconds: Double
+
+    var description: String { "status \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
+
+    /// Standard output parsed as one JSON object.
+    func json() throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(stdout.utf8))
+        return try #require(object as? [String: Any], "stdout is not a JSON object: \(stdout)")
+    }
+
+    /// The `files` of the JSON report, in input order.
+    func jsonFiles() throws -> [[String: Any]] {
+        try #require(try json()["files"] as? [[String: Any]])
+    }
+}
+
+/// A running `curlq`, started with `posix_spawn`; it reports its own peak memory at exit.
+final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is immutable; results arrive once through continuations
+    let pid: pid_t
+    private let stdoutPipe: Int32
+    private let stderrPipe: Int32
+    private let started = Date()
+
+    static var executable: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("curlq").path
+    }
+
+    /// Starts `curlq arguments…` in `directory`, with `input` on its standard input
+    /// (else /dev/null) and NO_COLOR set.
+    init(_ arguments: [String], input: Data? = nil, in directory: URL? = nil, environment extra: [String: String] = [:]) throws {
+        // Socket pairs made close-on-exec atomically, so that a curlq started at the same time
+        // by another test cannot inherit them (and hold this one's output open).
+        func makePipe() throws -> (read: Int32, write: Int32) {
+            var fds: [Int32] = [0, 0]
+            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+                throw POSIXError(.init(rawValue: errno) ?? .EIO)
+            }
+            return (fds[0], fds[1])
+        }
+        let out = try makePipe()
+        let err = try makePipe()
+        let stdin = try makePipe()
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if input != nil {
+            posix_spawn_file_actions_adddup2(&actions, stdin.read, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
+        posix_spawn_file_actions_adddup2(&actions, out.write, 1)
+        posix_spawn_file_actions_adddup2(&actions, err.write, 2)
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["NO_COLOR"] = "1"
+        environment["CURLQ_REPORT_PEAK_MEMORY"] = "1"
+        environment.merge(extra) { $1 }
+        // In another folder: through `sh -c 'cd … && exec curlq …'`, so that the process waited
+        // for is still curlq itself.
+        let command = directory.map { ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", $0.path, Self.executable] } ?? [Self.executable]
+        let argv = (command + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, envp)
+        close(out.write)
+        close(err.write)
+        close(stdin.read)
+        guard spawned == 0 else {
+            close(out.read)
+            close(err.read)
+            close(stdin.write)
+            throw POSIXError(.init(rawValue: spawned) ?? .EIO)
+        }
+        self.pid = pid
+        self.stdoutPipe = out.read
+        self.stderrPipe = err.read
+        let writer = stdin.write
+        Thread {
+            if let input {
+                input.withUnsafeBytes { bytes in
+                    var offset = 0
+                    while offset < bytes.count {
+                        let written = write(writer, bytes.baseAddress! + offset, bytes.count - offset)
+                        if written <= 0 { break }
+                        offset += written
+                    }
+                }
+            }
+            close(writer)
+        }.start()
+    }
+
+    func send(_ signal: Int32) { kill(pid, signal) }
+
+    /// curlq's own VmHWM, from the line `CURLQ_REPORT_PEAK_MEMORY` makes it print at exit
+    /// (`rusage` cannot tell: a child's `ru_maxrss` counts this test process's memory too).
+    static func withoutMemoryReport(_ stderr: String) -> String {
+        guard let range = stderr.range(of: "curlq: peak memory ", options: .backwards),
+              stderr[range.lowerBound...].hasSuffix(" KiB\n") else { return stderr }
+        return String(stderr[..<range.lowerBound])
+    }
+
+    static func peakMemoryKiB(reportedIn stderr: String) -> Int {
+        guard let line = stderr.split(separator: "\n").last(where: { $0.hasPrefix("curlq: peak memory ") }) else { return .max }
+        return Int(line.split(separator: " ")[3]) ?? .max
+    }
+
+    /// Waits for the process to exit (killing it after `timeout` seconds) and collects its output.
+    func finish(timeout: Double = 90) async -> CurlqRun {
+        async let stdout = Self.readAll(stdoutPipe)
+        async let stderr = Self.readAll(stderrPipe)
+        let pid = self.pid
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+        let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+            Thread {
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                continuation.resume(returning: status)
+            }.start()
+        }
+        watchdog.cancel()
+        let signalled = status & 0x7F != 0
+        return CurlqRun(
+            status: signalled ? 128 + (status & 0x7F) : (status >> 8) & 0xFF, killedBySignal: signalled,
+            stdout: await stdout, stderr: Self.withoutMemoryReport(await stderr),
+            peakMemoryKiB: Self.peakMemoryKiB(reportedIn: await stderr),
+            seconds: Date().timeIntervalSince(started))
+    }
+
+    private static func readAll(_ descriptor: Int32) async -> String {
+        await withCheckedContinuation { continuation in
+            Thread {
+                var data = Data()
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                while true {
+                    let count = read(descriptor, &buffer, buffer.count)
+                    if count < 0 && errno == EINTR { continue }
+                    if count <= 0 { break }
+                    data.append(buffer, count: count)
+                }
+                close(descriptor)
+                continuation.resume(returning: String(decoding: data, as: UTF8.self))
+            }.start()
+        }
+    }
+}
+
+/// Runs `curlq` to its end.
+func curlq(_ arguments: String..., input: String? = nil, in directory: URL? = nil) async throws -> CurlqRun {
+    try await CurlqProcess(arguments, input: input.map { Data($0.utf8) }, in: directory).finish()
+}
+
+func curlq(_ arguments: [String], input: String? = nil) async throws -> CurlqRun {
+    try await CurlqProcess(arguments, input: input.map { Data($0.utf8) }).finish()
+}
+
+/// Waits, woken by inotify, until the file at `path` holds at least `bytes` bytes.
+func waitForFile(_ path: String, atLeast bytes: Int64, timeout: Double = 20) async -> Bool {
+    await withCheckedContinuation { continuation in
+        Thread {
+            let watcher = inotify_init1(Int32(IN_CLOEXEC))
+            defer { close(watcher) }
+            let folder = (path as NSString).deletingLastPathComponent
+            _ = inotify_add_watch(watcher, folder, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE))
+            let deadline = Date().addingTimeInterval(timeout)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber,
+                   size.int64Value >= bytes {
+                    continuation.resume(returning: true)
+                    return
+                }
+                let remaining = deadline.timeIntervalSinceNow
+                if remaining <= 0 {
+                    continuation.resume(returning: false)
+                    return
+                }
+                var descriptor = pollfd(fd: watcher, events: Int16(POLLIN), revents: 0)
+                if poll(&descriptor, 1, Int32(min(remaining, 1) * 1000)) > 0 { _ = read(watcher, &buffer, buffer.count) }
+            }
+        }.start()
+    }
+}
+
+func contents(_ url: URL) -> [UInt8]? { (try? Data(contentsOf: url)).map(Array.init) }
+func files(in folder: URL) -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted() }
+
+/// A port bound on 127.0.0.1 but not listening, so that connecting to it is refused, for the
+/// duration of `body`.
+func withRefusingPort<T>(_ body: (Int) async throws -> T) async throws -> T {
+    let (socket, address) = try loopbackSocket(listening: false)
+    defer { close(socket) }
+    return try await body(Int(UInt16(bigEndian: address.sin_port)))
+}
+
+/// A TCP socket bound to an ephemeral port on 127.0.0.1 (listening with a backlog of 0 when
+/// `listening`), and its address.
+func loopbackSocket(listening: Bool) throws -> (Int32, sockaddr_in) {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+            bind(socket, raw, length) == 0 && (!listening || listen(socket, 0) == 0)
+                && getsockname(socket, raw, &length) == 0
+        }
+    }
+    guard bound else {
+        close(socket)
+        throw POSIXError(.EADDRINUSE)
+    }
+    return (socket, address)
+}
+
+/// Whether the tests (and so the curlq built with them) run under a sanitizer: the project's
+/// scripts say so in CURLQUEUE_SANITIZER, and a plain `swift test --sanitize=thread` leaves
+/// ThreadSanitizer's runtime in the process.
+let underSanitizer = ProcessInfo.processInfo.environment["CURLQUEUE_SANITIZER"] != nil
+    || dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil  // nil is RTLD_DEFAULT
