@@ -33,6 +33,8 @@ struct BatchOptions: Sendable {
     var overwrite = false
     /// `-H`: sent with every URL.
     var headers: [HeaderField] = []
+    /// `-A`: the `User-Agent` sent unless a header names one; empty for none.
+    var userAgent = CurlqVersion.userAgent
     /// Compute the sha256 of every file (for `--json`), not only the ones to verify.
     var digestEverything = false
     /// `--cacert`, `--capath`, `--pinnedpubkey`, `-k`.

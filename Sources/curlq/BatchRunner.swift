@@ -161,7 +161,9 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             connect: options.connectTimeout.map(Self.duration) ?? .seconds(30),
             total: options.timeout.map(Self.duration), idle: options.stallTimeout.map(Self.duration))
         request.tls = options.tls
-        for header in HeaderField.merge(global: options.headers, own: job.headers) { request.addHeader(header.name, header.value) }
+        for header in HeaderField.forRequest(global: options.headers, own: job.headers, userAgent: options.userAgent) {
+            request.addHeader(header.name, header.value)
+        }
         let operation = RequestOperation(request: request)
         operation.autoRetry = true
         operation.retryPolicy = RetryPolicy(maxAttempts: model.maxAttempts, retryableStatuses: options.retryHTTP)
@@ -235,7 +237,9 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         var request = Request(url: job.url, method: .head, tls: options.tls)
         request.timeouts = Request.Timeouts(
             connect: options.connectTimeout.map(Self.duration) ?? .seconds(30), total: .seconds(60))
-        for header in HeaderField.merge(global: options.headers, own: job.headers) { request.addHeader(header.name, header.value) }
+        for header in HeaderField.forRequest(global: options.headers, own: job.headers, userAgent: options.userAgent) {
+            request.addHeader(header.name, header.value)
+        }
         let operation = RequestOperation(request: request)
         operation.callbackQueue = queue
         let index = job.index

@@ -124,6 +124,12 @@ struct GetCommand: AsyncParsableCommand {
             help: ArgumentHelp("A header for every URL, 'Name: value'. Repeatable; an input file's header= overrides it.", valueName: "HEADER"))
     var headers: [String] = []
 
+    // MARK: Messages a person can act on (issue 22)
+
+    @Option(name: [.customShort("A"), .customLong("user-agent")],
+            help: ArgumentHelp("The User-Agent header to send (default \(CurlqVersion.userAgent)); '' sends none. A -H or header= User-Agent wins.", valueName: "NAME"))
+    var userAgent: String?
+
     @Flag(help: "When done, print one JSON object on standard output: per URL its url, path, status, bytes, sha256, attempts, seconds and error.")
     var json = false
 
@@ -150,6 +156,9 @@ struct GetCommand: AsyncParsableCommand {
             if let value, !(value.isFinite && value > 0 && value <= 1e9) {
                 throw ValidationError("\(name) must be a number of seconds above 0, not \(value)")
             }
+        }
+        if let userAgent, case .failure(let problem) = HeaderField.parse("User-Agent: " + userAgent) {
+            throw ValidationError("-A/--user-agent: \(problem)")
         }
         for header in headers {
             if case .failure(let problem) = HeaderField.parse(header) { throw ValidationError("-H \(quoted(header)): \(problem)") }
@@ -222,6 +231,7 @@ struct GetCommand: AsyncParsableCommand {
         options.restart = restart
         options.overwrite = overwrite
         options.headers = headers.compactMap { try? HeaderField.parse($0).get() }
+        options.userAgent = userAgent ?? CurlqVersion.userAgent
         options.digestEverything = json
         options.tls = try tlsOptions(ProcessInfo.processInfo.environment)
         return (BatchPlanner.plan(entries, options: options), options)
