@@ -130,6 +130,8 @@ struct BatchModel {
         var startSequence = 0
         var attempts = 0
         var timedOut = false
+        /// Why the last attempt is being retried, in words (the retry lines say it).
+        var retryReason: String?
     }
 
     var jobs: [Job]

@@ -18,6 +18,8 @@ struct BatchOptions: Sendable {
     /// Retries after the first attempt, network errors and `retryHTTP` statuses alike.
     var retries = 5
     var retryHTTP: Set<Int> = [429, 503]
+    /// `--retry-dns`: retry a host name that does not resolve; without it such a file fails at once.
+    var retryDNS = false
     /// Bounds the whole transfer of one file, retries included (seconds).
     var timeout: Double?
     /// Bounds each connection attempt (seconds).

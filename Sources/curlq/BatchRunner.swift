@@ -166,6 +166,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         }
         let operation = RequestOperation(request: request)
         operation.autoRetry = true
+        if !options.retryDNS { operation.autoRetryErrorCodes.remove(.couldNotResolveHost) }
         operation.retryPolicy = RetryPolicy(maxAttempts: model.maxAttempts, retryableStatuses: options.retryHTTP)
         operation.priority = switch job.priority {
         case .high: .high
@@ -282,6 +283,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
             model.live[index].attempts = max(model.live[index].attempts, attempt)
             model.live[index].phase = .waitingToRetry(attempt: attempt, at: now + seconds)
+            model.live[index].retryReason = Self.retryReason(operation, attempt: attempt)
             display.retrying(index, attempt: attempt, delay: seconds, model)
         }
     }
@@ -318,7 +320,8 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
                      error: interruption?.description ?? "cancelled")
         case .failure(let error):
             let tries = attempts > 1 ? " (after \(attempts) attempts)" : ""
-            finalize(index, outcome: .failed, status: nil, attempts: attempts, error: "\(error)\(tries)")
+            let words = ErrorWords.failure(error, host: job.url.host, dnsRetried: options.retryDNS)
+            finalize(index, outcome: .failed, status: nil, attempts: attempts, error: words + tries)
         }
     }
 

@@ -130,6 +130,10 @@ struct GetCommand: AsyncParsableCommand {
             help: ArgumentHelp("The User-Agent header to send (default \(CurlqVersion.userAgent)); '' sends none. A -H or header= User-Agent wins.", valueName: "NAME"))
     var userAgent: String?
 
+    @Flag(name: .customLong("retry-dns"),
+          help: "Retry a host name that does not resolve, like a network error; without it the file fails at once, as with curl's --retry.")
+    var retryDNS = false
+
     @Flag(help: "When done, print one JSON object on standard output: per URL its url, path, status, bytes, sha256, attempts, seconds and error.")
     var json = false
 
@@ -232,6 +236,7 @@ struct GetCommand: AsyncParsableCommand {
         options.overwrite = overwrite
         options.headers = headers.compactMap { try? HeaderField.parse($0).get() }
         options.userAgent = userAgent ?? CurlqVersion.userAgent
+        options.retryDNS = retryDNS
         options.digestEverything = json
         options.tls = try tlsOptions(ProcessInfo.processInfo.environment)
         return (BatchPlanner.plan(entries, options: options), options)

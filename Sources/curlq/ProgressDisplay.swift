@@ -91,7 +91,7 @@ final class LineDisplay: ProgressDisplay {
     }
 
     func retrying(_ index: Int, attempt: Int, delay: Double, _ model: BatchModel) {
-        line("retry", model.jobs[index].name, "attempt \(attempt) of \(model.maxAttempts) in \(Format.duration(delay))")
+        line("retry", model.jobs[index].name, RetryText.line(index, attempt: attempt, delay: delay, model))
     }
 
     func finished(_ index: Int, _ result: FileResult, _ model: BatchModel) {
@@ -132,7 +132,7 @@ final class BarDisplay: ProgressDisplay {
     }
 
     func retrying(_ index: Int, attempt: Int, delay: Double, _ model: BatchModel) {
-        log.append(paint("↻", .yellow) + " \(Format.safe(model.jobs[index].name))  attempt \(attempt) of \(model.maxAttempts) in \(Format.duration(delay))")
+        log.append(paint("↻", .yellow) + " \(Format.safe(model.jobs[index].name))  " + RetryText.line(index, attempt: attempt, delay: delay, model))
     }
 
     func finished(_ index: Int, _ result: FileResult, _ model: BatchModel) {
@@ -197,7 +197,7 @@ final class BarDisplay: ProgressDisplay {
         let name = Format.fit(model.jobs[index].name, nameWidth, pad: true)
         switch live.phase {
         case .waitingToRetry(let attempt, let due):
-            return Format.fit("\(name) retrying in \(Format.duration(max(0, due - now))) (attempt \(attempt) of \(model.maxAttempts))", width)
+            return Format.fit("\(name) " + RetryText.line(index, attempt: attempt, delay: max(0, due - now), model), width)
         case .verifying:
             return Format.fit("\(name) checking \(model.jobs[index].checksum?.algorithm.rawValue ?? "sha256")…", width)
         default:

@@ -28,4 +28,61 @@ import Glibc
             }
         }
     }
+
+    /// Each retry line says when the next try comes and why the last one failed: the status,
+    /// or the network error in words.
+    @Test func retryLinesSayWhyAndWhen() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let flaky = try await runCurlq("get", "-d", folder.path, "--progress", "lines", server.url("/flaky/r?failures=1").absoluteString)
+                #expect(flaky.status == 0, "\(flaky)")
+                #expect(flaky.stderr.contains(/retry    r  retrying in \d+\.\ds \(attempt 2 of 6\): HTTP 503 Service Unavailable\n/), "\(flaky.stderr)")
+                let refused = try await withRefusedPort { port in
+                    try await runCurlq("get", "-d", folder.path, "--progress", "lines", "--retries", "1", "http://127.0.0.1:\(port)/closed")
+                }
+                #expect(refused.status == 1, "\(refused)")
+                #expect(refused.stderr.contains(/retry    closed  retrying in \d+\.\ds \(attempt 2 of 2\): could not connect/), "\(refused.stderr)")
+                #expect(refused.stderr.contains("closed: could not connect (connection refused, or the host is unreachable) (after 2 attempts)"),
+                        "\(refused.stderr)")
+                #expect(!refused.stderr.contains("CURLE_"), "\(refused.stderr)")
+            }
+        }
+    }
+
+    /// A host name that does not resolve fails at once (as curl's --retry leaves it alone),
+    /// not after seconds of silent retries; --retry-dns retries it. Names under .invalid never
+    /// resolve (RFC 6761), and the resolver says so in milliseconds here, network or not.
+    @Test func aHostThatDoesNotResolveFailsAtOnceUnlessRetryDNS() async throws {
+        try await withFolder { folder in
+            let once = try await runCurlq("get", "-d", folder.path, "--json", "--progress", "lines", "http://nowhere.invalid/file")
+            #expect(once.status == 1, "\(once)")
+            let report = try #require(try once.jsonFiles().first)
+            #expect(report["attempts"] as? Int == 1, "\(report)")
+            #expect(!once.stderr.contains("retry "), "\(once.stderr)")
+            #expect(once.stderr.contains("file: the host name 'nowhere.invalid' does not resolve (DNS); check its spelling"), "\(once.stderr)")
+            // Functional bound: the five default retries would wait 0.25 + 0.5 + 1 + 2 + 4 s at least.
+            #expect(once.seconds < 5, "\(once.seconds) s")
+
+            let retried = try await runCurlq("get", "-d", folder.path, "--json", "--progress", "lines", "--retries", "1", "--retry-dns",
+                                             "http://nowhere.invalid/file")
+            #expect(retried.status == 1)
+            #expect(try retried.jsonFiles().first?["attempts"] as? Int == 2, "\(retried)")
+            #expect(retried.stderr.contains("(attempt 2 of 2): the host name 'nowhere.invalid' does not resolve (DNS)\n"), "\(retried.stderr)")
+        }
+    }
+}
+
+/// A port bound on 127.0.0.1 but not listening: connecting to it is refused, for `body`'s time.
+func withRefusedPort<T>(_ body: (Int) async throws -> T) async throws -> T {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw POSIXError(.EADDRINUSE) }
+    return try await body(Int(UInt16(bigEndian: address.sin_port)))
 }

@@ -33,11 +33,13 @@ extension RequestOperation: AttemptDelegate {
             let streamBegun = state.bodyStream?.hasBegun ?? false
             let decision = RetryDecision(
                 autoRetry: state.autoRetry && !streamBegun, errorCodes: state.autoRetryErrorCodes, policy: state.retryPolicy)
-            return state.machine.attemptFinished(outcome) { attempt in
+            let action = state.machine.attemptFinished(outcome) { attempt in
                 // The clock and the random source (a getrandom call) only when a retry may follow.
                 guard decision.autoRetry else { return nil }
                 return decision.delay(after: outcome, attempt: attempt, now: Date(), random: Double.random(in: 0..<1))
             }
+            if case .scheduleRetry(let number, _) = action { Self.noteRetry(number, after: outcome, in: &state) }
+            return action
         }
         perform(action)
     }

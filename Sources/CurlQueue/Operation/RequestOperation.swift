@@ -84,6 +84,8 @@ public final class RequestOperation: Sendable {
         var bodyStream: BodyStream?
         var lastDownload: TransferProgress?
         var lastUpload: TransferProgress?
+        /// Why the last retried attempt failed (``lastRetriedAttempt``); boxed, as `retryPolicy`.
+        var lastRetried: SharedValue<RetriedAttempt>?
     }
 
     /// Creates an operation for `request`. Nothing happens until it is started or queued.
