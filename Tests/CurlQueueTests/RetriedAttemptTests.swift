@@ -33,7 +33,9 @@ import Testing
             let cause = try #require(refused.lastRetriedAttempt)
             #expect(cause.number == 1)
             guard case .error(let error) = cause.cause else { Issue.record("\(cause)"); return }
-            #expect(error.transportFailure?.code == .couldNotConnect)
+            // Usually "connection refused"; in the parallel suite another test may have taken the
+            // port meanwhile (then a receive error): either is a network failure, which is the point.
+            #expect(error.transportFailure != nil, "\(error)")
         }
     }
 }
