@@ -22,8 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
-        // The fixture server (CurlQueueTestSupport) of the tests, the examples and `curlq demo`:
-        // curlq links it; the library products CurlQueue and CurlQueueClient do not.
+        // The local HTTP servers: CurlQueueDemoServer (`curlq demo` and the examples; curlq links
+        // it) and the tests' fixture server built on its parts. The library products do not.
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
     ],
     targets: [
@@ -62,6 +62,18 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The small server `curlq demo` and Examples/ download from (127.0.0.1): generated files,
+        // slow, failing once, cut off. Not a product; the test fixture shares its parts.
+        .target(
+            name: "CurlQueueDemoServer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "CurlQueueDurable",
             dependencies: ["CurlQueue"],
@@ -70,6 +82,7 @@ let package = Package(
         .target(
             name: "CurlQueueTestSupport",
             dependencies: [
+                "CurlQueueDemoServer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -78,12 +91,12 @@ let package = Package(
             path: "Tests/CurlQueueTestSupport",
             swiftSettings: strict
         ),
-        // The batch downloader. `curlq demo` serves its files from the fixture server.
+        // The batch downloader. `curlq demo` serves its files from the demo server.
         .executableTarget(
             name: "curlq",
             dependencies: [
                 "CurlQueue",
-                "CurlQueueTestSupport",
+                "CurlQueueDemoServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ],
@@ -148,7 +161,7 @@ let package = Package(
         // Examples/: small programs for the four uses, built by CI so they never rot.
         .executableTarget(
             name: name,
-            dependencies: ["CurlQueue", "CurlQueueTestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CurlQueue", "CurlQueueDemoServer", .product(name: "Logging", package: "swift-log")]
                 + (name == "APIClient" ? ["CurlQueueClient"] : []),
             path: "Examples/\(name)",
             swiftSettings: strict

@@ -7,12 +7,12 @@
 // It starts a local server (127.0.0.1, random port) that plays both the API and the CDN.
 import CurlQueue
 import CurlQueueClient
-import CurlQueueTestSupport
+import CurlQueueDemoServer
 import Foundation
 import HTTPTypes
 import Logging
 
-let server = try await FixtureServer.start()
+let server = try await DemoServer.start()
 var logger = Logger(label: "api")
 logger.logLevel = .info
 

@@ -6,13 +6,13 @@
 // With no URLs it starts a local server (127.0.0.1, random port) with generated files, some
 // slow, one that fails once, one missing, and downloads those.
 import CurlQueue
-import CurlQueueTestSupport
+import CurlQueueDemoServer
 import Foundation
 
 var urls = CommandLine.arguments.dropFirst().compactMap(URL.init(string:))
-var server: FixtureServer?
+var server: DemoServer?
 if urls.isEmpty {
-    let local = try await FixtureServer.start()
+    let local = try await DemoServer.start()
     server = local
     urls = [
         "/bytes/5000000", "/bytes/2000000?drip=20&chunk=100000", "/bytes/300000?chunked=1",

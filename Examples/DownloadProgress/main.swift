@@ -4,15 +4,15 @@
 //
 // With no URL it starts a local server (127.0.0.1, random port) and downloads a slow 20 MB file.
 import CurlQueue
-import CurlQueueTestSupport
+import CurlQueueDemoServer
 import Foundation
 
-var server: FixtureServer?
+var server: DemoServer?
 let url: URL
 if let argument = CommandLine.arguments.dropFirst().first, let given = URL(string: argument) {
     url = given
 } else {
-    let local = try await FixtureServer.start()
+    let local = try await DemoServer.start()
     server = local
     url = local.url("/bytes/20000000?drip=10&chunk=200000")
 }

@@ -6,10 +6,10 @@
 //
 // It starts a local server (127.0.0.1, random port) to talk to.
 import CurlQueue
-import CurlQueueTestSupport
+import CurlQueueDemoServer
 import Foundation
 
-let server = try await FixtureServer.start()
+let server = try await DemoServer.start()
 let bulk = RequestQueue(maxConcurrentRequestCount: 2)
 let urgent = RequestQueue(maxConcurrentRequestCount: 8)
 let start = ContinuousClock.now

@@ -1,6 +1,6 @@
 import ArgumentParser
 import CurlQueue
-import CurlQueueTestSupport
+import CurlQueueDemoServer
 import Foundation
 
 /// `curlq demo`: starts a local HTTP server with generated files and downloads from it in
@@ -26,7 +26,7 @@ struct DemoCommand: AsyncParsableCommand {
     var keep = false
 
     func run() async throws {
-        let server = try await FixtureServer.start()
+        let server = try await DemoServer.start()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("curlq-demo-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let signals = SignalTrap()
@@ -62,13 +62,13 @@ private func bold(_ text: String) -> String {
 
 /// The three batches of the demo, and what each is expected to show.
 private struct Demo {
-    let server: FixtureServer
+    let server: DemoServer
     let folder: URL
     let progress: ProgressMode
     let signals: SignalTrap
     var surprises: [String] = []
 
-    init(server: FixtureServer, folder: URL, progress: ProgressMode, signals: SignalTrap) {
+    init(server: DemoServer, folder: URL, progress: ProgressMode, signals: SignalTrap) {
         self.server = server
         self.folder = folder
         self.progress = progress

@@ -1,3 +1,4 @@
+import CurlQueueDemoServer
 import Foundation
 import NIOCore
 import NIOHTTP1

@@ -172,7 +172,7 @@ extension FixtureServer {
         timeout: Duration = .seconds(60)
     ) async throws {
         let state = self.state
-        let eventLoop = self.serverChannel.eventLoop
+        let eventLoop = self.listener.channel.eventLoop
         let id = state.makeRequestWaiterID()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in

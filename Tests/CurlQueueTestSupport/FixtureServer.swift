@@ -1,7 +1,6 @@
+import CurlQueueDemoServer
 public import Foundation
 import NIOCore
-import NIOHTTP1
-import NIOPosix
 
 /// A local HTTP/1.1 server with deliberately awkward routes, for testing an HTTP client against
 /// real (and really broken) server behaviour.
@@ -35,15 +34,14 @@ import NIOPosix
 /// | anything else | `404 "not found"` |
 public final class FixtureServer: Sendable {
     let state: ServerState
-    let serverChannel: any Channel
+    let listener: Listener
 
     /// The TCP port the server listens on.
-    public let port: Int
+    public var port: Int { listener.port }
 
-    private init(state: ServerState, serverChannel: any Channel, port: Int) {
+    private init(state: ServerState, listener: Listener) {
         self.state = state
-        self.serverChannel = serverChannel
-        self.port = port
+        self.listener = listener
     }
 
     /// Starts a server on `127.0.0.1`.
@@ -52,36 +50,20 @@ public final class FixtureServer: Sendable {
     /// - Throws: If the port cannot be bound, e.g. because it is taken.
     public static func start(port: Int = 0) async throws -> FixtureServer {
         let state = ServerState()
-        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    guard let connectionID = state.connectionAccepted(channel) else {
-                        throw FixtureServerError.shutDown
-                    }
-                    channel.closeFuture.whenComplete { _ in
-                        state.connectionClosed(connectionID)
-                    }
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(RouteHandler(state: state, connectionID: connectionID))
-                }
-            }
-        let channel = try await bootstrap.bind(host: "127.0.0.1", port: port).get()
-        guard let boundPort = channel.localAddress?.port else {
-            try? await channel.close()
-            throw ChannelError.unknownLocalAddress
-        }
-        return FixtureServer(state: state, serverChannel: channel, port: boundPort)
+        let listener = try await Listener.bind(
+            port: port,
+            accepted: { state.connectionAccepted($0) },
+            closed: { state.connectionClosed($0) },
+            makeHandler: { RouteHandler(state: state, connectionID: $0) }
+        )
+        return FixtureServer(state: state, listener: listener)
     }
 
     deinit {
         // A server dropped without `shutdown()` must not keep its port or connections open.
         if !state.isShutDown {
             let (channels, waiters) = state.beginShutdown()
-            serverChannel.close(promise: nil)
+            listener.channel.close(promise: nil)
             for channel in channels {
                 channel.close(promise: nil)
             }
@@ -93,19 +75,11 @@ public final class FixtureServer: Sendable {
     }
 
     /// `http://127.0.0.1:PORT`, without a trailing slash.
-    public var baseURL: String {
-        "http://127.0.0.1:\(port)"
-    }
+    public var baseURL: String { listener.baseURL }
 
     /// ``baseURL`` followed by `pathAndQuery`, which must start with `/` and be a valid URL
     /// path and query (percent-encode anything else).
-    public func url(_ pathAndQuery: String) -> URL {
-        precondition(pathAndQuery.hasPrefix("/"), "pathAndQuery must start with \"/\": \(pathAndQuery)")
-        guard let url = URL(string: baseURL + pathAndQuery) else {
-            preconditionFailure("not a valid URL path and query: \(pathAndQuery)")
-        }
-        return url
-    }
+    public func url(_ pathAndQuery: String) -> URL { listener.url(pathAndQuery) }
 
     /// Stops listening and closes every open connection (responses in progress are cut off,
     /// gates and stalls included). Pending ``waitForRequests(pathPrefix:count:timeout:)`` calls
@@ -116,14 +90,7 @@ public final class FixtureServer: Sendable {
             waiter.timeout?.cancel()
             waiter.continuation.resume(throwing: FixtureServerError.shutDown)
         }
-        do {
-            try await serverChannel.close()
-        } catch ChannelError.alreadyClosed {
-            // An earlier shutdown got here first.
-        }
-        for channel in channels {
-            try? await channel.close()
-        }
+        try await listener.close(connections: channels)
     }
 
     /// The first `count` bytes, from body offset `offset`, of every pattern body (`/bytes/N`

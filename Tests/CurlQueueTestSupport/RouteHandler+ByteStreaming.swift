@@ -1,3 +1,4 @@
+import CurlQueueDemoServer
 import NIOCore
 import NIOHTTP1
 

@@ -1,14 +1,14 @@
 /// A request target (`/path?query`) split into its path and its query parameters.
-struct RequestTarget {
+package struct RequestTarget {
     /// Everything before `?`, not percent-decoded.
-    var path: String
+    package var path: String
     /// Everything after `?`, or `nil` if there is no `?`.
-    var rawQuery: String?
+    package var rawQuery: String?
     /// Query parameters, names and values percent-decoded (`+` is left alone: it is not a space
     /// here). A parameter given more than once keeps its last value; one without `=` has value "".
-    var query: [String: String]
+    package var query: [String: String]
 
-    init(uri: String) {
+    package init(uri: String) {
         if let questionMark = uri.firstIndex(of: "?") {
             path = String(uri[..<questionMark])
             let raw = String(uri[uri.index(after: questionMark)...])
@@ -31,18 +31,18 @@ struct RequestTarget {
     }
 
     /// The path's segments after the leading `/`, percent-decoded: `/gate/a%20b` → `["gate", "a b"]`.
-    var segments: [String] {
+    package var segments: [String] {
         path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { Self.percentDecode($0) }
     }
 
     /// The query parameter `name` as an integer (a leading `+` or `-` is allowed), or `nil` if it
     /// is absent or not a number.
-    func int(_ name: String) -> Int? {
+    package func int(_ name: String) -> Int? {
         query[name].flatMap { Int($0) }
     }
 
     /// Whether the query parameter `name` is present and not `0`/`false`/`no`.
-    func flag(_ name: String) -> Bool {
+    package func flag(_ name: String) -> Bool {
         guard let value = query[name] else { return false }
         return !["0", "false", "no"].contains(value.lowercased())
     }

@@ -1,14 +1,14 @@
 import Foundation
-import NIOCore
-import NIOHTTP1
+package import NIOCore
+package import NIOHTTP1
 
 /// The JSON document `/echo` answers with:
 /// `{"method":…,"uri":…,"headers":[[name,value],…],"bodyLength":n,"body":base64}`.
-enum EchoJSON {
+package enum EchoJSON {
     /// Bodies longer than this are reported by length only (`"body":""`).
-    static let maxEchoedBodyLength = 1 << 20
+    package static let maxEchoedBodyLength = 1 << 20
 
-    static func render(
+    package static func render(
         method: String,
         uri: String,
         headers: HTTPHeaders,

@@ -1,12 +1,13 @@
-import NIOCore
+package import NIOCore
 
-/// The deterministic byte pattern that `/bytes` (and `/flaky?bytes=`) serve.
+/// The deterministic byte pattern that `/bytes` (and `/flaky?bytes=`) serve, in the demo server
+/// and in the test fixture.
 ///
 /// Byte `i` of every body is `Pattern.byte(at: i)`, a fixed function of `i % 65521`. The period is a
 /// prime, so it never lines up with power-of-two chunk, buffer or range sizes, and the function is
 /// not a plain counter, so a body shifted by one byte (an off-by-one range or resume bug) no longer
 /// matches.
-enum Pattern {
+package enum Pattern {
     /// The period of the pattern (the largest prime below 2^16).
     static let period = 65521
 
@@ -40,7 +41,7 @@ enum Pattern {
     ///
     /// Up to ``maxSharedSliceLength`` bytes this is a zero-copy slice of ``buffer``; longer
     /// requests (only possible through an explicit large `chunk=`) are assembled from such slices.
-    static func slice(offset: Int, count: Int) -> ByteBuffer {
+    package static func slice(offset: Int, count: Int) -> ByteBuffer {
         precondition(offset >= 0 && count >= 0, "negative pattern offset or count")
         let phase = offset % period
         if count <= maxSharedSliceLength {
@@ -57,7 +58,7 @@ enum Pattern {
     }
 
     /// `count` pattern bytes starting at body offset `offset`, as an array.
-    static func bytes(offset: Int, count: Int) -> [UInt8] {
+    package static func bytes(offset: Int, count: Int) -> [UInt8] {
         precondition(offset >= 0 && count >= 0, "negative pattern offset or count")
         var result = [UInt8]()
         result.reserveCapacity(count)
