@@ -4,7 +4,7 @@ extension RequestOperation {
     /// which the thread that decided it released after storing it: a task resumed once the
     /// outcome is decided reads it here (see ``response()`` for why).
     public var result: Result<Response, RequestError>? {
-        state.withLock { $0.result }
+        state.withLock { $0.machine.result }
     }
 
     /// Starts the operation unless it was started or queued already, and waits for its

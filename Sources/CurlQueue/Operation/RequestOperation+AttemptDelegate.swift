@@ -5,17 +5,11 @@ extension RequestOperation: AttemptDelegate {
     /// queue's events hear nothing: an event carries both values.
     func attempt(_ attempt: Attempt, didProgressDownload download: TransferProgress?, upload: TransferProgress) {
         let (queue, downloadHandler, uploadHandler, observer) = state.withLock { state in
-            var downloadHandler: (@Sendable (TransferProgress) -> Void)?
-            var uploadHandler: (@Sendable (TransferProgress) -> Void)?
-            if let handler = state.downloadProgressHandler, let download, Self.advances(download, from: state.lastDownload) {
-                state.lastDownload = download
-                downloadHandler = handler
-            }
-            if let handler = state.uploadProgressHandler, Self.advances(upload, from: state.lastUpload) {
-                state.lastUpload = upload
-                uploadHandler = handler
-            }
-            return (state.callbackQueue, downloadHandler, uploadHandler, state.observer)
+            let reported = state.machine.progressed(
+                download: download, upload: upload,
+                reportsDownload: state.downloadProgressHandler != nil, reportsUpload: state.uploadProgressHandler != nil)
+            return (state.callbackQueue, reported.download == nil ? nil : state.downloadProgressHandler,
+                    reported.upload == nil ? nil : state.uploadProgressHandler, state.observer)
         }
         if let download { observer?(.progress(download: download, upload: upload)) }
         guard downloadHandler != nil || uploadHandler != nil else { return }
@@ -33,7 +27,7 @@ extension RequestOperation: AttemptDelegate {
             let streamBegun = state.bodyStream?.hasBegun ?? false
             let decision = RetryDecision(
                 autoRetry: state.autoRetry && !streamBegun, errorCodes: state.autoRetryErrorCodes, policy: state.retryPolicy)
-            let action = state.machine.attemptFinished(outcome) { attempt in
+            let action = state.machine.attemptFinished(outcome, streamsBody: state.bodyStream != nil) { attempt in
                 // The clock and the random source (a getrandom call) only when a retry may follow.
                 guard decision.autoRetry else { return nil }
                 return decision.delay(after: outcome, attempt: attempt, now: Date(), random: Double.random(in: 0..<1))
@@ -42,13 +36,5 @@ extension RequestOperation: AttemptDelegate {
             return action
         }
         perform(action)
-    }
-
-    /// Progress is reported only when it moves forward: never backwards after a retry, never
-    /// twice the same.
-    private static func advances(_ progress: TransferProgress, from last: TransferProgress?) -> Bool {
-        guard let last else { return true }
-        if progress.bytesTransferred < last.bytesTransferred { return false }
-        return progress.bytesTransferred > last.bytesTransferred || progress.totalBytes != last.totalBytes
     }
 }

@@ -21,8 +21,10 @@ extension RequestOperation {
             case cancelling(attempt: Int)
             /// Waiting out the backoff before attempt `attempt + 1`.
             case waitingForRetry(attempt: Int)
-            /// The completion has been decided.
-            case finished(cancelled: Bool)
+            /// The outcome is decided: the one every recipient gets (a streamed body's response
+            /// without its body). Boxed so that an operation holds no room for a `Response`
+            /// before it has one.
+            case finished(SharedValue<Result<Response, RequestError>>)
         }
 
         enum Action {
@@ -33,7 +35,8 @@ extension RequestOperation {
             case cancelAttempt(Handle)
             /// Call `retryTimerFired` after `delay`.
             case scheduleRetry(attempt: Int, delay: Duration)
-            /// Deliver the result. Happens once.
+            /// Deliver the result. Happens once. Carries the whole outcome, a streamed body's
+            /// response with the body kept in memory included, for the stream.
             case complete(Result<Response, RequestError>)
         }
 
@@ -42,6 +45,11 @@ extension RequestOperation {
         }
 
         private(set) var state: State = .idle
+
+        /// The last progress handed to the handlers, kept across attempts, so that they see it
+        /// only move forward: never backwards after a retry, never twice the same.
+        private(set) var lastDownload: TransferProgress?
+        private(set) var lastUpload: TransferProgress?
 
         var isFinished: Bool {
             if case .finished = state { return true }
@@ -58,9 +66,29 @@ extension RequestOperation {
 
         var isCancelled: Bool {
             switch state {
-            case .finished(cancelled: true), .cancelling: return true
+            case .cancelling: return true
+            case .finished(let outcome):
+                if case .failure(.cancelled) = outcome.value { return true }
+                return false
             default: return false
             }
+        }
+
+        /// The outcome once decided, nil before; it never changes after.
+        var result: Result<Response, RequestError>? {
+            if case .finished(let outcome) = state { return outcome.value }
+            return nil
+        }
+
+        /// Decides the outcome: the one state that says "finished", and what with.
+        private mutating func finish(_ outcome: Result<Response, RequestError>, streamsBody: Bool = false) -> Action {
+            var kept = outcome
+            if streamsBody, case .success(var response) = outcome {
+                response.body = Data()  // it went to the stream
+                kept = .success(response)
+            }
+            state = .finished(SharedValue(kept))
+            return .complete(outcome)
         }
 
         /// Marks the operation as queued. Throws when it was queued or started before.
@@ -87,8 +115,7 @@ extension RequestOperation {
         mutating func cancel() -> Action {
             switch state {
             case .idle, .enqueued, .waitingForRetry:
-                state = .finished(cancelled: true)
-                return .complete(.failure(.cancelled))
+                return finish(.failure(.cancelled))
             case .running(let attempt, let handle):
                 state = .cancelling(attempt: attempt)
                 return .cancelAttempt(handle)
@@ -98,12 +125,15 @@ extension RequestOperation {
         }
 
         /// The engine finished an attempt (or let go of a cancelled one). `retryDelay` is the
-        /// retry decision for this outcome, computed by the caller from the policy.
-        mutating func attemptFinished(_ outcome: AttemptOutcome, retryDelay: (Int) -> Duration?) -> Action {
+        /// retry decision for this outcome, computed by the caller from the policy. With
+        /// `streamsBody` the body went to a stream: the outcome kept, and read by ``result``,
+        /// has an empty body, while `.complete` carries the whole one for the stream.
+        mutating func attemptFinished(
+            _ outcome: AttemptOutcome, streamsBody: Bool = false, retryDelay: (Int) -> Duration?
+        ) -> Action {
             switch state {
             case .cancelling:
-                state = .finished(cancelled: true)
-                return .complete(.failure(.cancelled))
+                return finish(.failure(.cancelled))
             case .running(let attempt, _):
                 if let delay = retryDelay(attempt) {
                     state = .waitingForRetry(attempt: attempt)
@@ -114,11 +144,9 @@ extension RequestOperation {
                     // Set only when it differs: the engine's response already counts its attempt,
                     // and a write to a response still shared with `outcome` copies its values.
                     if response.attempts != attempt { response.attempts = attempt }
-                    state = .finished(cancelled: false)
-                    return .complete(.success(response))
+                    return finish(.success(response), streamsBody: streamsBody)
                 case .failure(let error):
-                    state = .finished(cancelled: error == .cancelled)
-                    return .complete(.failure(error))
+                    return finish(.failure(error))
                 }
             case .idle, .enqueued, .waitingForRetry, .finished:
                 return .none
@@ -131,6 +159,30 @@ extension RequestOperation {
             guard case .waitingForRetry(let waiting) = state, waiting == attempt else { return .none }
             state = .running(attempt: attempt + 1, handle: handle)
             return .startAttempt(handle)
+        }
+
+        /// An attempt's progress (`download` nil before the response's head): the values to
+        /// hand to the progress handlers, nil for one that did not move forward or has no
+        /// handler (`reportsDownload`, `reportsUpload`).
+        mutating func progressed(
+            download: TransferProgress?, upload: TransferProgress, reportsDownload: Bool, reportsUpload: Bool
+        ) -> (download: TransferProgress?, upload: TransferProgress?) {
+            var reported: (download: TransferProgress?, upload: TransferProgress?) = (nil, nil)
+            if reportsDownload, let download, Self.advances(download, from: lastDownload) {
+                lastDownload = download
+                reported.download = download
+            }
+            if reportsUpload, Self.advances(upload, from: lastUpload) {
+                lastUpload = upload
+                reported.upload = upload
+            }
+            return reported
+        }
+
+        private static func advances(_ progress: TransferProgress, from last: TransferProgress?) -> Bool {
+            guard let last else { return true }
+            if progress.bytesTransferred < last.bytesTransferred { return false }
+            return progress.bytesTransferred > last.bytesTransferred || progress.totalBytes != last.totalBytes
         }
 
         /// The attempt number a new handle would run as, when a retry is due.

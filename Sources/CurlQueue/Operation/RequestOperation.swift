@@ -60,16 +60,9 @@ public final class RequestOperation: Sendable {
         private var customRetryPolicy: SharedValue<RetryPolicy>?
         var priority = Priority.normal
         var callbackQueue = RequestOperation.defaultCallbackQueue
-        /// The outcome once decided; boxed so that an operation holds no room for a
-        /// `Response` before it has one.
-        var result: Result<Response, RequestError>? {
-            get { decided?.value }
-            set { decided = newValue.map(SharedValue.init) }
-        }
-        private var decided: SharedValue<Result<Response, RequestError>>?
         /// Tasks awaiting the outcome. Each is resumed exactly once — by ``deliver(_:)``, which
-        /// takes them all out under the lock with the outcome, or at once by ``addWaiter(_:)``
-        /// when the outcome was already decided — and then reads ``result`` under the lock
+        /// takes them all out under the lock, or at once by ``addWaiter(_:)`` when the outcome
+        /// was already decided — and then reads the machine's `result` under the lock
         /// (``response()`` says why the outcome does not travel in the continuation).
         var waiters: [CheckedContinuation<Void, Never>] = []
         /// Hooks run when the outcome is decided: a queue's is the only one in practice, so
@@ -82,8 +75,6 @@ public final class RequestOperation: Sendable {
         /// Where a streamed body goes: made at the start from ``responseBodyHandler``, or by
         /// ``stream()`` before it.
         var bodyStream: BodyStream?
-        var lastDownload: TransferProgress?
-        var lastUpload: TransferProgress?
         /// Why the last retried attempt failed (``lastRetriedAttempt``); boxed, as `retryPolicy`.
         var lastRetried: SharedValue<RetriedAttempt>?
     }
@@ -311,20 +302,17 @@ public final class RequestOperation: Sendable {
     /// awaiting tasks, then the user's handlers on the callback queue. Every handler leaves the
     /// operation here (a handler that captures its operation no longer keeps it alive), and is
     /// let go of on the callback queue.
+    ///
+    /// `outcome` is the whole one, for the stream; everyone else gets the machine's `result`,
+    /// decided under the lock with the transition that returned `.complete`.
     private func deliver(_ outcome: Result<Response, RequestError>) {
-        var streamed = outcome
         if let stream = state.withLock({ $0.bodyStream }) {
             // The stream gets what remains (the head, a body kept in memory) before the
             // completion is dispatched, so its chunks come first on a serial callback queue.
             stream.finish(outcome)
-            if case .success(var response) = outcome {
-                response.body = Data()
-                streamed = .success(response)
-            }
         }
-        let result = streamed
         let recipients = state.withLock { state in
-            state.result = result
+            guard let result = state.machine.result else { preconditionFailure("delivered before the outcome was decided") }
             defer {
                 state.observer = nil
                 state.completionHandler = nil
@@ -343,13 +331,15 @@ public final class RequestOperation: Sendable {
                     head: state.responseHeadHandler, body: state.responseBodyHandler, stream: state.bodyStream)
             }
             return Recipients(
+                result: result,
                 handlers: CompletionHandlers(
                     completion: state.completionHandler, download: state.downloadProgressHandler,
-                    upload: state.uploadProgressHandler, lastDownload: state.lastDownload, lastUpload: state.lastUpload,
+                    upload: state.uploadProgressHandler, lastDownload: state.machine.lastDownload, lastUpload: state.machine.lastUpload,
                     streaming: streaming),
                 waiters: state.waiters, finishHook: state.finishHook, moreFinishHooks: state.moreFinishHooks,
                 queue: state.callbackQueue, observer: state.observer)
         }
+        let result = recipients.result
         recipients.finishHook?(self)
         for hook in recipients.moreFinishHooks { hook(self) }
         recipients.observer?(.finished(result))
@@ -382,6 +372,7 @@ public final class RequestOperation: Sendable {
     /// result are converted to the generic calling convention and back, which allocated a
     /// thunk for each one (two per operation) and called the hooks through it.
     private struct Recipients {
+        let result: Result<Response, RequestError>
         let handlers: CompletionHandlers
         let waiters: [CheckedContinuation<Void, Never>]
         let finishHook: (@Sendable (RequestOperation) -> Void)?
@@ -446,7 +437,7 @@ public final class RequestOperation: Sendable {
     /// CurlQueueClient's coalescing only resumes continuations in it (docs/architecture.md).
     package func onFinish(_ hook: @escaping @Sendable (RequestOperation) -> Void) {
         let finished = state.withLock { state in
-            if state.result != nil { return true }
+            if state.machine.result != nil { return true }
             if state.finishHook == nil {
                 state.finishHook = hook
             } else {
@@ -487,7 +478,7 @@ public final class RequestOperation: Sendable {
     /// returns whether the operation is idle, for the caller to start it.
     func addWaiter(_ continuation: CheckedContinuation<Void, Never>) -> Bool {
         let (decided, shouldStart) = state.withLock { state -> (Bool, Bool) in
-            if state.result != nil { return (true, false) }
+            if state.machine.result != nil { return (true, false) }
             state.waiters.append(continuation)
             if case .idle = state.machine.state { return (false, true) }
             return (false, false)

@@ -136,7 +136,7 @@ extension RequestQueue {
             batch.track(operation, at: index)
             // After the queue's own hook, which frees the slot and starts the next operation.
             operation.onFinish { [batch] operation in
-                let result = operation.state.withLock { $0.result } ?? .failure(.cancelled)
+                let result = operation.state.withLock { $0.machine.result } ?? .failure(.cancelled)
                 batch.decided(Responses.Outcome(index: index, request: operation.request, result: result))
             }
         }
