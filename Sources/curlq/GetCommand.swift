@@ -143,6 +143,10 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("auto (bars on a terminal, else lines), bar, lines or none.", valueName: "MODE"))
     var progress: ProgressMode = .auto
 
+    @Option(name: .customLong("progress-interval"),
+            help: ArgumentHelp("With --progress lines (standard error not a terminal): a line per running file (bytes, speed, time left) every this many seconds (default 5; 0 for none).", valueName: "SECONDS"))
+    var progressInterval: Double = LineDisplay.defaultInterval
+
     enum Order: String, CaseIterable, ExpressibleByArgument {
         case fifo, lifo
     }
@@ -155,6 +159,9 @@ struct GetCommand: AsyncParsableCommand {
         _ = try Self.parseStatuses(retryHTTP)
         guard stallTimeout.isFinite, stallTimeout >= 0, stallTimeout <= 1e9 else {
             throw ValidationError("--stall-timeout must be a number of seconds, 0 for none, not \(stallTimeout)")
+        }
+        guard progressInterval.isFinite, progressInterval >= 0, progressInterval <= 1e6 else {
+            throw ValidationError("--progress-interval must be a number of seconds, 0 for none, not \(progressInterval)")
         }
         for (name, value) in [("--max-file-time", timeout), ("--connect-timeout", connectTimeout)] {
             if let value, !(value.isFinite && value > 0 && value <= 1e9) {
@@ -192,7 +199,7 @@ struct GetCommand: AsyncParsableCommand {
         if insecure {
             Output.error("curlq: warning: -k/--insecure: certificates are not checked; anyone on the network path can read and change these downloads\n")
         }
-        let display = quiet ? SilentDisplay() : makeDisplay(progress)
+        let display = quiet ? SilentDisplay() : makeDisplay(progress, interval: progressInterval)
         let signals = SignalTrap()
         let runner = BatchRunner(jobs: jobs, options: options, display: display)
         signals.watch(runner)

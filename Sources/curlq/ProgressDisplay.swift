@@ -38,10 +38,11 @@ extension ProgressDisplay {
     func end(_ model: BatchModel) {}
 }
 
-func makeDisplay(_ mode: ProgressMode) -> any ProgressDisplay {
+/// `interval`: how often the `lines` display prints a line per running file (`--progress-interval`).
+func makeDisplay(_ mode: ProgressMode, interval: Double = LineDisplay.defaultInterval) -> any ProgressDisplay {
     switch mode.resolved() {
     case .bar: return BarDisplay()
-    case .lines: return LineDisplay()
+    case .lines: return LineDisplay(interval: interval)
     case .none, .auto: return SilentDisplay()
     }
 }
@@ -78,8 +79,29 @@ enum ResultText {
     }
 }
 
-/// Standard error is not a terminal: one plain line per started, retried and finished file.
+/// Standard error is not a terminal: one plain line per started, retried and finished file,
+/// and every `interval` seconds a `progress` line per running file (``RunningLines``), so that
+/// a long download in a CI log does not look dead.
 final class LineDisplay: ProgressDisplay {
+    static let defaultInterval = 5.0
+    let refreshInterval: Double?
+    private var lastProgress = monotonicSeconds()
+
+    /// `interval` 0: no progress lines.
+    init(interval: Double = LineDisplay.defaultInterval) {
+        refreshInterval = interval > 0 ? interval : nil
+    }
+
+    func refresh(_ model: BatchModel) {
+        guard let interval = refreshInterval else { return }
+        let now = monotonicSeconds()
+        // The timer fires at once when the batch begins, and a tick may come a little early.
+        guard now - lastProgress >= interval * 0.9 else { return }
+        lastProgress = now
+        let text = RunningLines.text(model, now: now)
+        if !text.isEmpty { Output.error(text) }
+    }
+
     private func line(_ word: String, _ name: String, _ detail: String) {
         let padded = word.padding(toLength: 8, withPad: " ", startingAt: 0)
         Output.error("\(padded) \(Format.safe(name))  \(detail)\n")

@@ -70,6 +70,27 @@ import Glibc
             #expect(retried.stderr.contains("(attempt 2 of 2): the host name 'nowhere.invalid' does not resolve (DNS)\n"), "\(retried.stderr)")
         }
     }
+
+    /// Standard error not a terminal (`--progress lines`, what `auto` picks in CI): a line per
+    /// running file every --progress-interval seconds, with bytes, size and speed. The test waits
+    /// for the line itself; the file drips for about 3 s, so it is still running when it comes.
+    @Test func aCILogGetsAProgressLinePerRunningFile() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let process = try MessagesProcess(["get", "-d", folder.path, "--progress", "lines", "--progress-interval", "0.5",
+                                                   server.url("/bytes/300000?drip=100&chunk=10000").absoluteString])
+                #expect(await process.waitForError(containing: "progress 300000  "), "no progress line came")
+                let run = await process.finish()
+                #expect(run.status == 0, "\(run)")
+                #expect(run.stderr.contains(/progress 300000  [0-9.]+ (B|KiB) \/ 293 KiB \(\d+%\), ([0-9.]+ (B|KiB)\/s|--)/), "\(run.stderr)")
+                let lines = run.stderr.split(separator: "\n")
+                let first = try #require(lines.firstIndex { $0.hasPrefix("progress ") })
+                let start = try #require(lines.firstIndex { $0.hasPrefix("start ") })
+                let done = try #require(lines.firstIndex { $0.hasPrefix("done ") })
+                #expect(start < first && first < done, "\(run.stderr)")
+            }
+        }
+    }
 }
 
 /// A port bound on 127.0.0.1 but not listening: connecting to it is refused, for `body`'s time.
