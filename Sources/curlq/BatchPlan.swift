@@ -41,6 +41,12 @@ struct BatchOptions: Sendable {
     var digestEverything = false
     /// `--cacert`, `--capath`, `--pinnedpubkey`, `-k`.
     var tls = Request.TLSOptions()
+    /// `--speed-limit`/`--speed-time`: an attempt slower than this fails and is retried.
+    var lowSpeed: Request.Timeouts.LowSpeed?
+    /// `--limit-rate`: bytes per second per file.
+    var limitRate: Int64?
+    /// `--max-overall-rate`: bytes per second for the whole run, shared by the running files.
+    var overallRate: SharedRateLimit?
 }
 
 /// One file of the batch, with everything decided before the first request. Kept small:

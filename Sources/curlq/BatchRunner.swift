@@ -161,6 +161,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             connect: options.connectTimeout.map(Self.duration) ?? .seconds(30),
             total: options.timeout.map(Self.duration), idle: options.stallTimeout.map(Self.duration))
         request.tls = options.tls
+        request.applyRates(options)  // --speed-limit, --limit-rate, --max-overall-rate (RateOptions.swift)
         for header in HeaderField.forRequest(global: options.headers, own: job.headers, userAgent: options.userAgent) {
             request.addHeader(header.name, header.value)
         }

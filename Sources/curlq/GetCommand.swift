@@ -110,6 +110,24 @@ struct GetCommand: AsyncParsableCommand {
             help: ArgumentHelp("Most time to connect (default 30).", valueName: "SECONDS"))
     var connectTimeout: Double?
 
+    // MARK: Speeds (issue 22: lowest speed as curl's --speed-limit/--speed-time; bandwidth limits; RateOptions.swift)
+
+    @Option(name: [.customLong("speed-limit"), .customLong("lowest-speed-limit")],
+            help: ArgumentHelp("Fail an attempt slower than RATE bytes/s (500K, 2M, …) for --speed-time, and retry it like a network error (default: none).", valueName: "RATE"))
+    var speedLimit: String?
+
+    @Option(name: .customLong("speed-time"),
+            help: ArgumentHelp("How long an attempt may stay below --speed-limit (default 30).", valueName: "SECONDS"))
+    var speedTime: Double = 30
+
+    @Option(name: .customLong("limit-rate"),
+            help: ArgumentHelp("Receive each file at most RATE bytes/s: 500K, 2M, 1G (K = 1024), averaged over seconds as curl's.", valueName: "RATE"))
+    var limitRate: String?
+
+    @Option(name: .customLong("max-overall-rate"),
+            help: ArgumentHelp("Receive at most RATE bytes/s for the whole run, shared evenly by the files running (as aria2's).", valueName: "RATE"))
+    var maxOverallRate: String?
+
     @Flag(name: [.customShort("c"), .customLong("continue")],
           help: "Resume every NAME.part file, even one without the validator curlq keeps with it (resumed by default).")
     var resume = false
@@ -157,6 +175,7 @@ struct GetCommand: AsyncParsableCommand {
         guard !(resume && restart) else { throw ValidationError("-c/--continue and --restart contradict each other: give one") }
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more, not \(retries)") }
         _ = try Self.parseStatuses(retryHTTP)
+        try validateRates()
         guard stallTimeout.isFinite, stallTimeout >= 0, stallTimeout <= 1e9 else {
             throw ValidationError("--stall-timeout must be a number of seconds, 0 for none, not \(stallTimeout)")
         }
@@ -246,6 +265,7 @@ struct GetCommand: AsyncParsableCommand {
         options.retryDNS = retryDNS
         options.digestEverything = json
         options.tls = try tlsOptions(ProcessInfo.processInfo.environment)
+        try applyRates(to: &options)
         return (BatchPlanner.plan(entries, options: options), options)
     }
 

@@ -183,6 +183,7 @@ extension Attempt {
 
     func didReceiveBody(_ bytes: UnsafeRawBufferPointer) -> WriteResult {
         lastActivityNanos = engine.turnNanos
+        if isPaced, !mayReceive(bytes.count) { return .pause }  // Attempt+Pacing.swift
         if bodySink == .stream { return offerToStream(bytes) }
         return didReceiveBodyKept(bytes) ? .consumed : .abort
     }

@@ -98,6 +98,11 @@ extension Attempt {
         if let connect = request.timeouts.connect { set(CURLOPT_CONNECTTIMEOUT_MS, Swift.max(1, connect.clampedMilliseconds)) }
         if let total = request.timeouts.total { set(CURLOPT_TIMEOUT_MS, Swift.max(1, total.clampedMilliseconds)) }
         // `timeouts.idle` and `timeouts.head` are the engine's (CurlEngine.endStalledTransfers).
+        if let low = request.timeouts.lowSpeed {
+            // libcurl fails it with CURLE_OPERATION_TIMEDOUT, retried like any time-out.
+            set(CURLOPT_LOW_SPEED_LIMIT, Swift.max(1, low.bytesPerSecond))
+            set(CURLOPT_LOW_SPEED_TIME, Swift.max(1, Int((low.duration.clampedMilliseconds + 999) / 1000)))
+        }
 
         if let limit = announcedBodyLimit {
             // libcurl refuses a body whose Content-Length is over the limit before it arrives;
@@ -148,10 +153,11 @@ extension Attempt {
     }
 
     /// Whether this transfer's options hold nothing of its own — no body, no header fields, no
-    /// Range — so that a handle may keep them for a like transfer (``ReusableOptions``).
+    /// Range, no speed limit — so that a handle may keep them for a like transfer (``ReusableOptions``).
     /// The handles of the others are reset after them.
     private var hasReusableOptions: Bool {
-        guard !freshConnection, request.body == nil, request.headerFields.isEmpty, file.map({ $0.resumeOffset == 0 }) ?? true else { return false }
+        guard !freshConnection, request.body == nil, request.headerFields.isEmpty, file.map({ $0.resumeOffset == 0 }) ?? true,
+              request.maxReceiveSpeed == nil, request.sharedReceiveLimit == nil else { return false }
         let method = request.method
         // POST, PUT and PATCH send an empty body; other methods that are not idempotent are
         // rare enough to be left out.
@@ -245,7 +251,15 @@ extension Attempt {
     /// with 120 KiB against 1,150 MiB/s with 512 KiB. Since `CurlEngine.prepareAllocator()`
     /// both sizes come from the engine thread's heap, and its top keeps the buffers freed by
     /// the transfers that end together (see there).
-    var receiveBufferSize: Int { file == nil ? Self.memoryReceiveBufferSize : Self.fileReceiveBufferSize }
+    ///
+    /// A transfer with a receive-speed limit reads at most an eighth of a second of it at once
+    /// (16 KiB at least): the pacing (Attempt+Pacing.swift) holds a transfer back between
+    /// reads, so one read of a whole buffer is a burst above the rate.
+    var receiveBufferSize: Int {
+        let size = file == nil ? Self.memoryReceiveBufferSize : Self.fileReceiveBufferSize
+        guard let rate = [request.maxReceiveSpeed, request.sharedReceiveLimit?.bytesPerSecond].compactMap({ $0 }).min() else { return size }
+        return Int(Swift.min(Int64(size), Swift.max(16 * 1024, rate / 8)))
+    }
     static let memoryReceiveBufferSize = 120 * 1024
     static let fileReceiveBufferSize = 512 * 1024
 

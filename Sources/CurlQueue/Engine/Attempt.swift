@@ -111,6 +111,10 @@ final class Attempt: @unchecked Sendable {  // safe: mutable state is confined t
     /// The write callback paused the transfer (a stream's consumer is behind): the server is
     /// not the one stalling, so no stall limit runs until the engine unpauses it.
     @exclusivity(unchecked) var isPaused = false
+    /// Paused for a receive-speed limit until this time (monotonic nanoseconds), or 0.
+    @exclusivity(unchecked) var pacedUntil: UInt64 = 0
+    /// When ``Request/maxReceiveSpeed`` next lets bytes in (see Attempt+Pacing.swift).
+    @exclusivity(unchecked) var ownPaceReady: UInt64 = 0
     /// This transfer's place in the engine's list of transfers with stall limits, or -1.
     @exclusivity(unchecked) var deadlineIndex = -1
 

@@ -79,6 +79,9 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     /// Deadlines only move later as bytes move (a new one lowers this), so the list is walked
     /// about once per limit, not on every turn.
     @exclusivity(unchecked) private var timedAttempts: [Attempt] = []
+    /// Attempts paused for a receive-speed limit, each until its `pacedUntil` (see
+    /// `Attempt+Pacing.swift`).
+    @exclusivity(unchecked) var pacedAttempts: [Attempt] = []
     @exclusivity(unchecked) private var nextDeadline = UInt64.max
     /// Transfers whose throttled progress holds a report back (``Attempt/heldProgress``), and
     /// the earliest time one of them is due.
@@ -204,6 +207,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
             if nextProgressFlush != .max, Self.monotonicNanos() >= nextProgressFlush {
                 flushHeldProgress(now: Self.monotonicNanos())
             }
+            if !pacedAttempts.isEmpty { unpauseDueTransfers() }
             runDeferred()
             // More work of our own: go round again without sleeping, but through the inbox
             // first, so that a long chain of completions never holds up other threads' work.
@@ -216,6 +220,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
                 let wait = wakeAt > now ? (wakeAt - now + 999_999) / 1_000_000 : 0
                 timeout = Int32(clamping: Swift.min(UInt64(timeout), wait))
             }
+            if !pacedAttempts.isEmpty { timeout = Swift.min(timeout, millisecondsToNextUnpause()) }
             curl_multi_poll(multi, nil, 0, timeout, nil)
         }
     }
@@ -482,6 +487,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
             }
             attempt.deadlineIndex = -1
         }
+        if attempt.pacedUntil != 0 { stopPacing(attempt) }
         attempt.releaseCurlResources()
         recycle(handle, keepingOptions: keepingOptions)
         activeCount -= 1

@@ -149,6 +149,26 @@ public struct Request: Hashable, Sendable {
         set { values.modify { $0.discardsBody = newValue } }
     }
 
+    /// The most body bytes per second this transfer receives (curl's `--limit-rate`), or `nil`
+    /// (the default) for no limit. Values below 1 mean 1.
+    ///
+    /// CurlQueue paces the body: bytes that come ahead of the rate are left with libcurl, the
+    /// transfer paused (no stall limit runs meanwhile), until their time; the server then waits
+    /// on TCP's flow control. Reads are at most an eighth of a second of the rate, so the rate
+    /// holds over any second or more, not over each millisecond. The response head is not
+    /// counted.
+    public var maxReceiveSpeed: Int64? {
+        get { values.value.maxReceiveSpeed }
+        set { values.modify { $0.maxReceiveSpeed = newValue } }
+    }
+    /// A receive-speed limit shared with every other request that holds the same
+    /// ``SharedRateLimit`` (aria2's `--max-overall-rate`), or `nil` (the default). See
+    /// ``SharedRateLimit`` for how it is shared out.
+    public var sharedReceiveLimit: SharedRateLimit? {
+        get { values.value.sharedReceiveLimit }
+        set { values.modify { $0.sharedReceiveLimit = newValue } }
+    }
+
     /// Header fields of this request that a redirect to another origin carries along.
     ///
     /// An origin is a scheme, a host and a port. When a redirect leads to another origin than
@@ -198,6 +218,8 @@ public struct Request: Hashable, Sendable {
         var maxInMemoryBodySize: Int64? = Request.defaultMaxInMemoryBodySize
         var discardsBody = false
         var fieldsAllowedAcrossOrigins: Set<HTTPField.Name> = []
+        var maxReceiveSpeed: Int64? = nil
+        var sharedReceiveLimit: SharedRateLimit? = nil
         var problems: [String] = []
     }
 
@@ -327,17 +349,44 @@ extension Request {
         /// Defaults to 60 seconds: a head is a few hundred bytes, and a server that has not
         /// sent one in that time is either stalling or trickling.
         public var head: Duration?
+        /// The lowest speed a transfer may keep up: it fails when it moved fewer than
+        /// ``LowSpeed/bytesPerSecond`` for ``LowSpeed/duration`` on end, as curl's
+        /// `--speed-limit`/`--speed-time` (libcurl's CURLOPT_LOW_SPEED_LIMIT and _TIME). `nil`
+        /// (the default) for none. Bounds a server that trickles a body, which ``idle`` never
+        /// sees as a stall.
+        ///
+        /// libcurl checks it about once a second against the transfer's current speed, an
+        /// average over the last few seconds, so it fails between `duration` and a few seconds
+        /// later, never earlier. Time spent paused for a streamed body's consumer does not
+        /// count. A ``Request/maxReceiveSpeed`` below `bytesPerSecond` fails every transfer.
+        public var lowSpeed: LowSpeed?
+
+        /// A lowest speed: see ``Timeouts/lowSpeed``.
+        public struct LowSpeed: Hashable, Sendable {
+            /// Bytes per second, 1 or more.
+            public var bytesPerSecond: Int
+            /// How long the speed may stay below it; whole seconds (a fraction is rounded up),
+            /// at least one.
+            public var duration: Duration
+
+            /// Creates a lowest speed of `bytesPerSecond` kept for `duration`.
+            public init(bytesPerSecond: Int, duration: Duration) {
+                self.bytesPerSecond = bytesPerSecond
+                self.duration = duration
+            }
+        }
 
         /// Creates timeouts: by default 30 seconds to connect, 60 seconds idle, 60 seconds for
-        /// the response head, and no total limit.
+        /// the response head, and no total limit or lowest speed.
         public init(
             connect: Duration? = .seconds(30), total: Duration? = nil, idle: Duration? = .seconds(60),
-            head: Duration? = .seconds(60)
+            head: Duration? = .seconds(60), lowSpeed: LowSpeed? = nil
         ) {
             self.connect = connect
             self.total = total
             self.idle = idle
             self.head = head
+            self.lowSpeed = lowSpeed
         }
     }
 
