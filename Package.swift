@@ -16,6 +16,8 @@ let package = Package(
         .executable(name: "curlq", targets: ["curlq"]),
         // Durable jobs: the job model, the store protocol and the worker (no store in it).
         .library(name: "CurlQueueDurable", targets: ["CurlQueueDurable"]),
+        // The durable job store on one SQLite file (the system libsqlite3).
+        .library(name: "CurlQueueSQLite", targets: ["CurlQueueSQLite"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
@@ -77,6 +79,17 @@ let package = Package(
         .target(
             name: "CurlQueueDurable",
             dependencies: ["CurlQueue"],
+            swiftSettings: strict
+        ),
+        // The system SQLite (3.37 or later: STRICT tables, RETURNING).
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(
+            name: "CurlQueueSQLite",
+            dependencies: ["CurlQueue", "CurlQueueDurable", "CSQLite"],
             swiftSettings: strict
         ),
         .target(
@@ -141,6 +154,25 @@ let package = Package(
                 "Soak",
                 "curlq",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict
+        ),
+        // Test-only: the JobStore conformance suite, run against every store.
+        .target(
+            name: "CurlQueueDurableTestSupport",
+            dependencies: ["CurlQueueDurable"],
+            path: "Tests/CurlQueueDurableTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CurlQueueDurableTests",
+            dependencies: [
+                "CurlQueue",
+                "CurlQueueDurable",
+                "CurlQueueSQLite",
+                "CurlQueueDurableTestSupport",
+                "CurlQueueTestHelpers",
+                "CurlQueueTestSupport",
             ],
             swiftSettings: strict
         ),
