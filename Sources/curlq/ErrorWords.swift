@@ -39,6 +39,8 @@ enum ErrorWords {
         case .operationTimedOut:
             if message.hasPrefix("no byte moved") { return "stalled: \(message) (--stall-timeout)" }
             if message.localizedCaseInsensitiveContains("connect") { return "timed out connecting (--connect-timeout)" }
+            // libcurl's low-speed check: "Operation too slow. Less than N bytes/sec transferred…"
+            if message.localizedCaseInsensitiveContains("too slow") { return "too slow: \(message) (--speed-limit, --speed-time)" }
             return "timed out"
         case .gotNothing: return "the server closed the connection without answering"
         case .partialFile: return "the connection closed before the whole body came"

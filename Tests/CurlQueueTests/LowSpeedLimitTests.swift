@@ -47,11 +47,12 @@ import Testing
 
     @Test func aBodyAboveTheLowestSpeedCompletes() async throws {
         try await withServer { server in
-            // 4,000 bytes every 100 ms: 40,000 bytes/s for 4 s, twice the lowest speed's duration.
-            let (result, elapsed) = await run(request(server.url("/bytes/160000?chunk=4000&drip=100")))
+            // 16,000 bytes every 100 ms: 160,000 bytes/s for 4 s, twice the lowest speed's
+            // duration; 16 times the speed, so that a server slowed by a loaded machine stays above.
+            let (result, elapsed) = await run(request(server.url("/bytes/640000?chunk=16000&drip=100")))
             print("trickle above the lowest speed: done after \(elapsed)")
             let response = try result.get()
-            #expect(response.status.code == 200 && response.body.count == 160_000)
+            #expect(response.status.code == 200 && response.body.count == 640_000)
         }
     }
 }

@@ -195,9 +195,9 @@ import Testing
 
     /// A pending operation stays small (a queue may hold 100,000): moving the outcome and the
     /// progress filter into the machine did not grow it (250 bytes before, with the outcome
-    /// boxed beside the machine; 248 after).
+    /// boxed beside the machine; 248 after); the boxed cause of the last retry added 8.
     @Test func anOperationsStateDoesNotGrow() {
-        #expect(MemoryLayout<RequestOperation.State>.size <= 250, "\(MemoryLayout<RequestOperation.State>.size) bytes")
+        #expect(MemoryLayout<RequestOperation.State>.size <= 256, "\(MemoryLayout<RequestOperation.State>.size) bytes")
     }
 
     /// Random event sequences: whatever happens, exactly one completion.
