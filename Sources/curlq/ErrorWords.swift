@@ -38,9 +38,12 @@ enum ErrorWords {
         case .couldNotConnect: return "could not connect (connection refused, or the host is unreachable)"
         case .operationTimedOut:
             if message.hasPrefix("no byte moved") { return "stalled: \(message) (--stall-timeout)" }
+            if message.hasPrefix("Operation too slow") {
+                // libcurl's "Operation too slow. Less than N bytes/sec transferred the last S seconds".
+                let detail = message.replacingOccurrences(of: "Operation too slow. ", with: "")
+                return "too slow: \(detail.prefix(1).lowercased() + detail.dropFirst()) (--speed-limit, --speed-time)"
+            }
             if message.localizedCaseInsensitiveContains("connect") { return "timed out connecting (--connect-timeout)" }
-            // libcurl's low-speed check: "Operation too slow. Less than N bytes/sec transferred…"
-            if message.localizedCaseInsensitiveContains("too slow") { return "too slow: \(message) (--speed-limit, --speed-time)" }
             return "timed out"
         case .gotNothing: return "the server closed the connection without answering"
         case .partialFile: return "the connection closed before the whole body came"
