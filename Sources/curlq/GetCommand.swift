@@ -117,15 +117,15 @@ struct GetCommand: AsyncParsableCommand {
     var speedLimit: String?
 
     @Option(name: .customLong("speed-time"),
-            help: ArgumentHelp("How long an attempt may stay below --speed-limit (default 30).", valueName: "SECONDS"))
+            help: ArgumentHelp("How long an attempt may stay below --speed-limit, as curl's.", valueName: "SECONDS"))
     var speedTime: Double = 30
 
     @Option(name: .customLong("limit-rate"),
-            help: ArgumentHelp("Receive each file at most RATE bytes/s: 500K, 2M, 1G (K = 1024), averaged over seconds as curl's.", valueName: "RATE"))
+            help: ArgumentHelp("Receive each file at most RATE bytes/s: 500K, 2M, 1G (K = 1024), as curl's (default: none).", valueName: "RATE"))
     var limitRate: String?
 
     @Option(name: .customLong("max-overall-rate"),
-            help: ArgumentHelp("Receive at most RATE bytes/s for the whole run, shared evenly by the files running (as aria2's).", valueName: "RATE"))
+            help: ArgumentHelp("Receive at most RATE bytes/s for the whole run, all files together, as aria2's --max-overall-download-limit (default: none).", valueName: "RATE"))
     var maxOverallRate: String?
 
     @Flag(name: [.customShort("c"), .customLong("continue")],
