@@ -301,7 +301,10 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         defer { admit() }
         let job = model.jobs[index]
         let live = model.live[index]
-        let attempts = max(1, live.attempts)  // it started when it was handed to the queue
+        // It started when it was handed to the queue. The queue's `.retrying` events may come
+        // after this completion; the operation's record of its last retry does not (it is set
+        // before the retry starts).
+        let attempts = max(1, live.attempts, (operation.lastRetriedAttempt?.number ?? 0) + 1)
         switch result {
         case .success(let response):
             let status = response.status.code

@@ -84,9 +84,9 @@ import Testing
             let (report, seconds, folder) = try await get(["--speed-limit", "10000", "--speed-time", "1", "--retries", "1", url])
             defer { try? FileManager.default.removeItem(at: folder) }
             print("trickle under --speed-limit: \(report.results.first?.error ?? "-") after \(seconds) s")
-            // Two attempts, each failing once it was under the limit for 1 s. (The attempt count
-            // in the report comes from the queue's retry events, which may arrive after the end.)
+            // Two attempts, each failing once it was under the limit for 1 s.
             #expect(report.results.map(\.outcome) == [.failed])
+            #expect(report.results.first?.attempts == 2)
             #expect(report.results.first?.error?.contains("too slow") == true, "\(report.results.first?.error ?? "")")
             #expect(seconds >= 2, "took \(seconds) s")
         }
