@@ -80,7 +80,7 @@ struct Fetch: APIRequest {
     @Test func onEachReportsTheFailureBeforeTheCallsItCancelled() async throws {
         try await withServer { (server) async throws in
             let client = makeClient(server)
-            let reports = Box<[Int]>([])
+            let reports = LockedBox<[Int]>([])
             let results = await client.batch([Fetch(path: "gate/each-never"), Fetch(path: "status/500")],
                                              onEach: { index, _ in reports.update { $0.append(index) } })
             #expect(reports.value == [1, 0])
@@ -91,7 +91,7 @@ struct Fetch: APIRequest {
     @Test func aBatchWithClosuresRunsEachOnEachOnTheCallbackQueueBeforeOnFinish() async throws {
         try await withServer { (server) async throws in
             let client = makeClient(server)
-            let events = Box<[String]>([])
+            let events = LockedBox<[String]>([])
             let key = DispatchSpecificKey<Bool>()
             HTTPClient.defaultCallbackQueue.setSpecific(key: key, value: true)
             let results = await withCheckedContinuation { continuation in
@@ -113,7 +113,7 @@ struct Fetch: APIRequest {
     @Test func aBatchWithClosuresDeliversAllResultsOnce() async throws {
         try await withServer { (server) async throws in
             let client = makeClient(server)
-            let calls = Box(0)
+            let calls = LockedBox(0)
             let results = await withCheckedContinuation { continuation in
                 client.batch([Fetch(path: "bytes/1"), Fetch(path: "status/404")]) { results in
                     calls.update { $0 += 1 }
@@ -168,7 +168,7 @@ struct Fetch: APIRequest {
     @Test func aChainStopsAtTheFirstFailure() async throws {
         try await withServer { (server) async throws in
             let client = makeClient(server)
-            let built = Box(0)
+            let built = LockedBox(0)
             let chain = RequestChain(Fetch(path: "status/401"))
                 .then { _ in built.update { $0 += 1 }; return Fetch(path: "bytes/1") }
             do throws(HTTPClientError) {

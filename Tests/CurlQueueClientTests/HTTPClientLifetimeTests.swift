@@ -108,10 +108,10 @@ import Testing
         try await withServer { (server) async throws in
             let client = makeClient(server)
             let count = 200
-            let outcomes = Box<[Int: Int]>([:])
+            let outcomes = LockedBox<[Int: Int]>([:])
             var generator = SeededGenerator(seed: 42)
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let delivered = Box(0)
+                let delivered = LockedBox(0)
                 let record: @Sendable (Int) -> Void = { index in
                     outcomes.update { $0[index, default: 0] += 1 }
                     if delivered.update({ $0 += 1; return $0 }) == count { continuation.resume() }

@@ -9,7 +9,7 @@ import Testing
 
 /// A LogHandler that keeps every entry, message and metadata, as text.
 struct CapturingLogHandler: LogHandler {
-    let lines: Box<[String]>
+    let lines: LockedBox<[String]>
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
 
@@ -28,7 +28,7 @@ struct CapturingLogHandler: LogHandler {
 @Suite struct HTTPClientLoggingTests {
     @Test func secretsNeverAppearInTheLog() async throws {
         try await withServer { (server) async throws in
-            let lines = Box<[String]>([])
+            let lines = LockedBox<[String]>([])
             let logger = Logger(label: "test") { _ in CapturingLogHandler(lines: lines) }
             let client = makeClient(server, middleware: [
                 BasicAuthMiddleware(username: "ann", password: "BASIC-SECRET"),
@@ -68,7 +68,7 @@ struct CapturingLogHandler: LogHandler {
     /// APIs often redirect downloads) grant access until they expire: redacted like `signature`.
     @Test func presignedURLSignaturesNeverAppearInTheLog() async throws {
         try await withServer { (server) async throws in
-            let lines = Box<[String]>([])
+            let lines = LockedBox<[String]>([])
             let logger = Logger(label: "test") { _ in CapturingLogHandler(lines: lines) }
             let client = makeClient(server, middleware: [LoggingMiddleware(logger: logger)])
             let response = try await client.get("echo", query: [
@@ -89,7 +89,7 @@ struct CapturingLogHandler: LogHandler {
     }
 
     @Test func aFailedCallIsLoggedAtTheFailureLevel() async throws {
-        let lines = Box<[String]>([])
+        let lines = LockedBox<[String]>([])
         let logger = Logger(label: "test") { _ in CapturingLogHandler(lines: lines) }
         let client = HTTPClient(baseURL: URL(string: "http://127.0.0.1:9")!, middleware: [LoggingMiddleware(logger: logger, level: .debug)])
         await #expect(throws: HTTPClientError.self) { try await client.get("x", query: [URLQueryItem(name: "password", value: "PW")]) }
@@ -143,7 +143,7 @@ struct CapturingLogHandler: LogHandler {
     /// The cases, through the middleware to the fixture server, with the log captured.
     @Test func theMiddlewareRedactsApiKeysAuthTokensQueryTokensAndUserinfo() async throws {
         try await withServer { (server) async throws in
-            let lines = Box<[String]>([])
+            let lines = LockedBox<[String]>([])
             let logger = Logger(label: "test") { _ in CapturingLogHandler(lines: lines) }
             let middleware = LoggingMiddleware(logger: logger)
             let queue = RequestQueue()
@@ -168,7 +168,7 @@ struct CapturingLogHandler: LogHandler {
 
     @Test func theMiddlewaresRedactorCanKeepAndAddNames() async throws {
         try await withServer { (server) async throws in
-            let lines = Box<[String]>([])
+            let lines = LockedBox<[String]>([])
             let logger = Logger(label: "test") { _ in CapturingLogHandler(lines: lines) }
             let middleware = LoggingMiddleware(logger: logger, redactor: .standard.keeping(["X-Api-Key"]).redacting(["page"]))
             let queue = RequestQueue()
@@ -210,7 +210,7 @@ struct CapturingLogHandler: LogHandler {
 /// is bootstrapped once, the first time, sending other labels to standard error as before.
 final class LibraryLogCapture: Sendable {
     static let shared = LibraryLogCapture()
-    let lines = Box<[String]>([])
+    let lines = LockedBox<[String]>([])
 
     private init() {
         let lines = lines

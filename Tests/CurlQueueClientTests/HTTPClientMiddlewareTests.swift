@@ -9,7 +9,7 @@ import Testing
 /// Records its name on the way out and on the way back.
 struct Tracer: HTTPClientMiddleware {
     let name: String
-    let trace: Box<[String]>
+    let trace: LockedBox<[String]>
     func intercept(_ request: Request, next: (Request) async throws -> Response) async throws -> Response {
         trace.update { $0.append("\(name) out") }
         let response = try await next(request)
@@ -49,7 +49,7 @@ struct Refuse: HTTPClientMiddleware, Error {
 @Suite struct HTTPClientMiddlewareTests {
     @Test func requestsGoOutInStackOrderAndResponsesComeBackInReverse() async throws {
         try await withServer { (server) async throws in
-            let trace = Box<[String]>([])
+            let trace = LockedBox<[String]>([])
             let client = makeClient(server, middleware: [Tracer(name: "A", trace: trace), Tracer(name: "B", trace: trace), Tracer(name: "C", trace: trace)])
             _ = try await client.get("echo")
             #expect(trace.value == ["A out", "B out", "C out", "C back", "B back", "A back"])
@@ -74,7 +74,7 @@ struct Refuse: HTTPClientMiddleware, Error {
             // A real response to reuse as the cached answer.
             let cached = try await makeClient(server).get("json", query: [URLQueryItem(name: "body", value: userJSON)])
             server.resetStatistics()
-            let trace = Box<[String]>([])
+            let trace = LockedBox<[String]>([])
             let client = makeClient(server, middleware: [Tracer(name: "A", trace: trace), ShortCircuit(answer: cached), Tracer(name: "C", trace: trace)])
             #expect(try await client.get("users/1", as: User.self) == User(nick: "ann", level: 3))
             #expect(trace.value == ["A out", "A back"])
@@ -84,7 +84,7 @@ struct Refuse: HTTPClientMiddleware, Error {
 
     @Test func aMiddlewareMayRetryByCallingNextAgain() async throws {
         try await withServer { (server) async throws in
-            let trace = Box<[String]>([])
+            let trace = LockedBox<[String]>([])
             let client = makeClient(server, middleware: [RetryOn503(), Tracer(name: "inner", trace: trace)])
             #expect(try await client.get("flaky/mw", query: [URLQueryItem(name: "failures", value: "1")]).status == .ok)
             #expect(server.hits("mw") == 2)

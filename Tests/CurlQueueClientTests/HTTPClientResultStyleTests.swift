@@ -39,7 +39,7 @@ let userJSON = #"{"nick":"ann","level":3}"#
             let callbackQueue = DispatchQueue(label: "test.client.callbacks")
             callbackQueue.setSpecific(key: key, value: "mine")
             let client = makeClient(server) { $0.callbackQueue = callbackQueue }
-            let onQueue = Box<[Bool]>([])
+            let onQueue = LockedBox<[Bool]>([])
             let recorder = CallRecorder<User>()
             let (path, query) = jsonPath(userJSON)
             client.request(.get, path, query: query, as: User.self, onStart: {

@@ -13,7 +13,7 @@ import Testing
 
     @Test func chunksArriveAsTheServerReleasesThemThroughTheMiddleware() async throws {
         try await withServer { server in
-            let seen = Box<[Int]>([])
+            let seen = LockedBox<[Int]>([])
             let client = makeClient(server, middleware: [Observer(statuses: seen)])
             let response = try await client.stream(.get, "lines", query: [.init(name: "count", value: "4"), .init(name: "gate", value: "cs")])
             #expect(response.status == .ok)
@@ -41,7 +41,7 @@ import Testing
             let (events, sink) = AsyncStream<Event>.makeStream()
             let callbackQueue = DispatchQueue(label: "streaming-test")
             let client = makeClient(server) { $0.callbackQueue = callbackQueue }
-            let onQueue = Box(true)
+            let onQueue = LockedBox(true)
             let check: @Sendable () -> Void = { if DispatchQueue.getSpecific(key: streamingKey) == nil { onQueue.update { $0 = false } } }
             callbackQueue.setSpecific(key: streamingKey, value: ())
             let handle = client.stream(
@@ -98,7 +98,7 @@ private let streamingKey = DispatchSpecificKey<Void>()
 
 /// Records the status of each response that passes on its way back.
 private struct Observer: HTTPClientMiddleware {
-    let statuses: Box<[Int]>
+    let statuses: LockedBox<[Int]>
 
     func intercept(_ request: Request, next: (Request) async throws -> Response) async throws -> Response {
         let response = try await next(request)

@@ -12,7 +12,7 @@ import Testing
 @Suite struct ResponseCacheTests {
     /// A clock the test moves by hand.
     final class TestClock: Sendable {
-        private let current = Box(Date())
+        private let current = LockedBox(Date())
         var now: Date { current.value }
         func advance(_ seconds: TimeInterval) { current.update { $0 = $0.addingTimeInterval(seconds) } }
     }

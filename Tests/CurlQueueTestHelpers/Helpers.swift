@@ -36,8 +36,9 @@ public func drain(_ queue: DispatchQueue = RequestOperation.defaultCallbackQueue
     await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
 }
 
-/// A thread-safe box for test bookkeeping (an NSLock, which ThreadSanitizer understands).
-public final class Box<Value: Sendable>: @unchecked Sendable {  // safe: `storage` is only touched under `lock`
+/// A value that handlers on other threads record into and the test reads: every read and
+/// `update` is under an NSLock (which ThreadSanitizer understands).
+public final class LockedBox<Value: Sendable>: @unchecked Sendable {  // safe: `storage` is only touched under `lock`
     private let lock = NSLock()
     private var storage: Value
     public init(_ value: Value) { storage = value }

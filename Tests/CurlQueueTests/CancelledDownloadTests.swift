@@ -21,7 +21,7 @@ import Testing
             let operation = RequestOperation(request: Request(url: url, destination: destination))
 
             // Progress reaching 30,000 bytes is the event; nothing more can come until the gate opens.
-            let arrived = Box(false)
+            let arrived = LockedBox(false)
             let result: Result<Response, RequestError> = await withCheckedContinuation { continuation in
                 operation.downloadProgressHandler = { progress in
                     guard progress.bytesTransferred >= 30_000, !arrived.update({ let was = $0; $0 = true; return was }) else { return }

@@ -16,9 +16,9 @@ import Testing
 
     @Test func cancelAfterCompletionDoesNotCallTheHandlerAgain() async throws {
         try await withServer { server in
-            let calls = Box(0)
+            let calls = LockedBox(0)
             let operation = RequestOperation(request: Request(url: server.url("/bytes/1")))
-            let done = Box(false)
+            let done = LockedBox(false)
             await withCheckedContinuation { continuation in
                 operation.completionHandler = { _ in
                     calls.update { $0 += 1 }
@@ -48,7 +48,7 @@ import Testing
     @Test func cancelMidBodyLeavesTheEnginePromptly() async throws {
         try await withServer { server in
             let operation = RequestOperation(request: Request(url: server.url("/bytes/1000000?stallAfter=1000")))
-            let received = Box(false)
+            let received = LockedBox(false)
             operation.downloadProgressHandler = { progress in
                 if progress.bytesTransferred > 0 { received.update { $0 = true } }
             }
@@ -112,8 +112,8 @@ import Testing
     @Test func exactlyOnceAcrossTenThousandOperationsWithRandomCancels() async throws {
         try await withServer { server in
             let count = 10_000
-            let calls = Box([Int](repeating: 0, count: count))
-            let remaining = Box(count)
+            let calls = LockedBox([Int](repeating: 0, count: count))
+            let remaining = LockedBox(count)
             let paths = ["/bytes/10", "/bytes/2000?delay=2", "/bytes/50000?chunked=1", "/status/404", "/bytes/100?drip=1&chunk=10"]
             let operations = (0..<count).map { index in
                 let path = paths[index % paths.count]

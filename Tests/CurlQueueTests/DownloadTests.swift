@@ -62,7 +62,7 @@ import Testing
                 let destination = folder.appendingPathComponent("resumed")
                 try Data(FixtureServer.expectedBytes(count: 123_456)).write(to: part(destination))
                 let request = Request(url: server.url("/bytes/500000"), destination: destination, resume: true)
-                let progress = Box([TransferProgress]())
+                let progress = LockedBox([TransferProgress]())
                 let operation = RequestOperation(request: request)
                 operation.downloadProgressHandler = { value in progress.update { $0.append(value) } }
                 let response = try await completion(of: operation).get()

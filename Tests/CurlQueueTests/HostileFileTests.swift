@@ -21,7 +21,7 @@ import Glibc
     ) async -> Result<Response, RequestError> {
         async let outcome = completion(of: operation)
         let unrelated = RequestOperation(request: Request(url: server.url("/bytes/10?unrelated=1")))
-        let opened = Box<[Int32]>([])
+        let opened = LockedBox<[Int32]>([])
         let clock = ContinuousClock()
         let started = clock.now
         let finished = await withTaskGroup(of: Bool.self) { group in
@@ -170,7 +170,7 @@ import Glibc
             let operation = RequestOperation(request: Request(
                 url: server.url("/bytes/100000?chunk=10000&holdAt=30000&gate=swap"), destination: destination))
             // Progress reaching 30,000 bytes is the event: the server holds the rest at the gate.
-            let swapped = Box(false)
+            let swapped = LockedBox(false)
             operation.downloadProgressHandler = { progress in
                 guard progress.bytesTransferred >= 30_000, !swapped.update({ let was = $0; $0 = true; return was }) else { return }
                 _ = rename(part, folder.appendingPathComponent("moved").path)

@@ -9,7 +9,7 @@ import Testing
     @Test func downloadProgressIsMonotonicAndEndsAtOne() async throws {
         try await withServer { server in
             let operation = RequestOperation(request: Request(url: server.url("/bytes/400000?drip=10&chunk=20000")))
-            let reports = Box([TransferProgress]())
+            let reports = LockedBox([TransferProgress]())
             operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
             _ = try await completion(of: operation).get()
             let values = reports.value
@@ -25,7 +25,7 @@ import Testing
     @Test func unknownLengthGivesNoFractionUntilTheEnd() async throws {
         try await withServer { server in
             let operation = RequestOperation(request: Request(url: server.url("/bytes/200000?chunked=1&drip=100&chunk=20000")))
-            let reports = Box([TransferProgress]())
+            let reports = LockedBox([TransferProgress]())
             operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
             _ = try await completion(of: operation).get()
             let values = reports.value
@@ -38,7 +38,7 @@ import Testing
     @Test func progressIsThrottled() async throws {
         try await withServer { server in
             let operation = RequestOperation(request: Request(url: server.url("/bytes/2000000?drip=1&chunk=2000")))
-            let reports = Box([ContinuousClock.Instant]())
+            let reports = LockedBox([ContinuousClock.Instant]())
             operation.downloadProgressHandler = { _ in reports.update { $0.append(.now) } }
             let start = ContinuousClock.now
             _ = try await completion(of: operation).get()
@@ -53,7 +53,7 @@ import Testing
         try await withServer { server in
             let payload = Data(count: 8 * 1024 * 1024)
             let operation = RequestOperation(request: Request(url: server.url("/echo"), method: .post, body: .bytes(payload)))
-            let reports = Box([TransferProgress]())
+            let reports = LockedBox([TransferProgress]())
             operation.uploadProgressHandler = { progress in reports.update { $0.append(progress) } }
             _ = try await completion(of: operation).get()
             let values = reports.value
@@ -68,7 +68,7 @@ import Testing
     @Test func everyCallOfAFreshDownloadCarriesTheTotal() async throws {
         try await withServer { server in
             let operation = RequestOperation(request: Request(url: server.url("/bytes/400000?drip=10&chunk=20000")))
-            let reports = Box([TransferProgress]())
+            let reports = LockedBox([TransferProgress]())
             operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
             _ = try await completion(of: operation).get()
             let values = reports.value
@@ -89,7 +89,7 @@ import Testing
                 try Data(FixtureServer.expectedBytes(count: 200_000)).write(to: part(destination))
                 let request = Request(url: server.url("/bytes/400000?drip=10&chunk=20000"), destination: destination, resume: true)
                 let operation = RequestOperation(request: request)
-                let reports = Box([TransferProgress]())
+                let reports = LockedBox([TransferProgress]())
                 operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
                 let response = try await completion(of: operation).get()
                 #expect(response.status == .partialContent)
@@ -111,7 +111,7 @@ import Testing
             // Ten chunks 100 ms apart: calls are at least 50 ms apart, so several come even when
             // a loaded machine delivers two chunks in one turn (10 ms apart, 2 calls were seen).
             let operation = RequestOperation(request: Request(url: server.url("/bytes/200000?chunked=1&drip=100&chunk=20000")))
-            let reports = Box([TransferProgress]())
+            let reports = LockedBox([TransferProgress]())
             operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
             _ = try await completion(of: operation).get()
             let values = reports.value
@@ -129,8 +129,8 @@ import Testing
             let payload = Data(count: 4 * 1024 * 1024)
             // The answer waits 500 ms after the whole body arrived.
             let operation = RequestOperation(request: Request(url: server.url("/echo?delay=500"), method: .post, body: .bytes(payload)))
-            let uploads = Box([TransferProgress]())
-            let downloads = Box([TransferProgress]())
+            let uploads = LockedBox([TransferProgress]())
+            let downloads = LockedBox([TransferProgress]())
             operation.uploadProgressHandler = { progress in uploads.update { $0.append(progress) } }
             operation.downloadProgressHandler = { progress in downloads.update { $0.append(progress) } }
             _ = try await completion(of: operation).get()

@@ -67,7 +67,7 @@ import Testing
             var refused = Request(url: server.url("/bytes/1"))
             refused.allowedSchemes = ["ftp"]
             let started = RequestOperation(request: Request(url: server.url("/bytes/5?started")))
-            let startedOutcome = Box<Result<Response, RequestError>?>(nil)
+            let startedOutcome = LockedBox<Result<Response, RequestError>?>(nil)
             let startedDone = AsyncStream<Void>.makeStream()
             started.completionHandler = { result in
                 startedOutcome.update { $0 = result }

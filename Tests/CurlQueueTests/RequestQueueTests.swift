@@ -155,7 +155,7 @@ import Testing
     @Test func aThousandOperationsNeverRunMoreThanTheLimitAtOnce() async throws {
         try await withTestServer { server in
             let queue = RequestQueue(maxConcurrentRequestCount: 8)
-            let failures = Box(0)
+            let failures = LockedBox(0)
             for index in 0..<1000 {
                 // The first eight wait on a gate: all of them arrive only if eight run at once.
                 let path = index < 8 ? "/gate/first?i=\(index)" : "/bytes/16?delay=1&i=\(index)"
@@ -182,9 +182,9 @@ import Testing
         // handler sent anywhere but that serial queue would overtake it.
         try await withTestServer { server in
             let queue = RequestQueue(maxConcurrentRequestCount: 1)
-            let order = Box([Int]())
-            let running = Box(0)
-            let overlaps = Box(0)
+            let order = LockedBox([Int]())
+            let running = LockedBox(0)
+            let overlaps = LockedBox(0)
             let (allRan, allRanSignal) = AsyncStream<Void>.makeStream()
             for index in 0..<300 {
                 queue.add(Request(string: server.url("/bytes/16").absoluteString + "?i=\(index)")) { _ in
@@ -834,7 +834,7 @@ import Testing
     @Test func cancelAfterCompletionInAQueueDoesNotCallTheHandlerAgain() async throws {
         try await withTestServer { server in
             let queue = RequestQueue()
-            let calls = Box(0)
+            let calls = LockedBox(0)
             let operation = RequestOperation(request: Request(url: server.url("/bytes/3")))
             let result = await withCheckedContinuation { continuation in
                 operation.completionHandler = { result in
@@ -876,7 +876,7 @@ import Testing
             let queue = RequestQueue()
             let events = queue.events()
             let operation = RequestOperation(request: Request(url: server.url("/bytes/200000?chunked=1&drip=10&chunk=20000")))
-            let reports = Box([TransferProgress]())
+            let reports = LockedBox([TransferProgress]())
             operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
             let (completions, sink) = AsyncStream<Result<Response, RequestError>>.makeStream()
             operation.completionHandler = { sink.yield($0) }

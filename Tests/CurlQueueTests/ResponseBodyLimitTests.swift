@@ -69,7 +69,7 @@ import Testing
         try await withServer { server in
             var request = Request(url: server.url("/bytes/3000000"))
             request.discardsBody = true
-            let progress = Box([TransferProgress]())
+            let progress = LockedBox([TransferProgress]())
             let operation = RequestOperation(request: request)
             operation.downloadProgressHandler = { value in progress.update { $0.append(value) } }
             let result = await completion(of: operation)

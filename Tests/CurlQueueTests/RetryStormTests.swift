@@ -17,7 +17,7 @@ import Testing
         try await withServer { server in
             let count = 50
             let queue = RequestQueue(maxConcurrentRequestCount: 0)
-            let failures = Box([String]())
+            let failures = LockedBox([String]())
             for index in 0..<count {
                 let operation = RequestOperation(request: Request(url: server.url("/flaky/storm\(index)?failures=1&status=429&retryAfter=1")))
                 operation.autoRetry = true

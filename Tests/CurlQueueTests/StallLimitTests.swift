@@ -83,7 +83,7 @@ import Testing
             let request = request(server, path, idle: .seconds(1))
             let operation = RequestOperation(request: request)
             operation.callbackQueue = DispatchQueue(label: "stall mid-body")
-            let reports = Box([(ContinuousClock.Instant, Int64)]())
+            let reports = LockedBox([(ContinuousClock.Instant, Int64)]())
             operation.downloadProgressHandler = { progress in reports.update { $0.append((.now, progress.bytesTransferred)) } }
             let (result, _, end) = await timed(request, operation: operation)
             guard reports.value.map(\.1).max() == stallAfter,
@@ -116,7 +116,7 @@ import Testing
             request.method = .post
             request.body = .bytes(Data(count: 64 * 1024 * 1024))
             let operation = RequestOperation(request: request)
-            let reports = Box([(ContinuousClock.Instant, Int64)]())
+            let reports = LockedBox([(ContinuousClock.Instant, Int64)]())
             operation.uploadProgressHandler = { progress in reports.update { $0.append((.now, progress.bytesTransferred)) } }
             let (result, elapsed, end) = await timed(request, operation: operation)
             guard let last = reports.value.last else {

@@ -5,9 +5,6 @@ import Dispatch
 import Foundation
 import Testing
 
-/// The tests' Box (CurlQueueTestHelpers) for this target, not the library's, which `@testable` makes visible too.
-typealias Box<Value: Sendable> = CurlQueueTestHelpers.Box<Value>
-
 /// Streamed response bodies: `RequestQueue.stream`, `RequestOperation.stream()` and
 /// `responseBodyHandler`, against the fixture's `/lines` and `/bytes` routes. Event-driven:
 /// the server releases lines through gates, and no test sleeps.
@@ -100,8 +97,8 @@ typealias Box<Value: Sendable> = CurlQueueTestHelpers.Box<Value>
 
     @Test func anOperationRunByAQueueStreamsToItsHandlersToo() async throws {
         try await withServer { server in
-            let heads = Box(0)
-            let streamed = Box(Data())
+            let heads = LockedBox(0)
+            let streamed = LockedBox(Data())
             let operation = RequestOperation(request: Request(url: server.url("/bytes/50000?chunk=7001")))
             operation.responseHeadHandler = { _ in heads.update { $0 += 1 } }
             operation.responseBodyHandler = { chunk in streamed.update { $0.append(chunk) } }
@@ -140,8 +137,8 @@ typealias Box<Value: Sendable> = CurlQueueTestHelpers.Box<Value>
 
     /// Records the name of the thread its `deinit` ran on.
     final class RecordsItsRelease: Sendable {
-        let thread: Box<String?>
-        init(_ thread: Box<String?>) { self.thread = thread }
+        let thread: LockedBox<String?>
+        init(_ thread: LockedBox<String?>) { self.thread = thread }
         deinit { thread.update { $0 = Thread.current.name ?? "unnamed" } }
     }
 
@@ -151,7 +148,7 @@ typealias Box<Value: Sendable> = CurlQueueTestHelpers.Box<Value>
     /// empty body: no chunk's block on the callback queue holds the handler meanwhile.)
     @Test func anObjectOnlyAStreamingHandlerHoldsIsNotFreedOnTheEngineThread() async throws {
         try await withServer { server in
-            let thread = Box<String?>(nil)
+            let thread = LockedBox<String?>(nil)
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let operation = RequestOperation(request: Request(url: server.url("/bytes/0")))
                 let owner = RecordsItsRelease(thread)  // its only reference: the handler's
@@ -456,8 +453,8 @@ typealias Box<Value: Sendable> = CurlQueueTestHelpers.Box<Value>
             let total = 8 * 1024 * 1024
             let callbacks = DispatchQueue(label: "StreamingTests.slow")
             callbacks.suspend()  // no handler runs until the transfer has paused
-            let received = CurlQueueTests.Box((count: 0, inOrder: true))
-            let paused = CurlQueueTests.Box<BodyStream?>(nil)  // the operation lets go of it at its end
+            let received = LockedBox((count: 0, inOrder: true))
+            let paused = LockedBox<BodyStream?>(nil)  // the operation lets go of it at its end
             let operation = RequestOperation(request: Request(url: server.url("/bytes/\(total)?chunked=1")))
             operation.callbackQueue = callbacks
             operation.responseBodyHandler = { chunk in

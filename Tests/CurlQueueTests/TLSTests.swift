@@ -129,7 +129,7 @@ import Testing
         try await withNginx { server in
             let before = try await server.acceptedConnectionCount()
             let queue = RequestQueue(maxConcurrentRequestCount: 0)
-            let failures = Box(0)
+            let failures = LockedBox(0)
             for index in 0..<100 {
                 var request = Request(url: server.url("/files/1k?i=\(index)"))
                 request.tls.caFile = server.caFile
