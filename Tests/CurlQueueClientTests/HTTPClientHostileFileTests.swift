@@ -13,22 +13,15 @@ import Glibc
 @Suite struct HTTPClientHostileFileTests {
     /// `HTTPClient`'s resumable downloads always resume: a planted link is met the same way.
     @Test func anHTTPClientResumableDownloadDoesNotFollowAPlantedLink() async throws {
-        let folder = try makeTemporaryFolder()
-        let outside = try makeTemporaryFolder()
-        defer {
-            try? FileManager.default.removeItem(at: folder)
-            try? FileManager.default.removeItem(at: outside)
-        }
-        let victim = outside.appendingPathComponent("victim")
-        let secret = Data("do not overwrite me".utf8)
-        try secret.write(to: victim)
-        try await withServer { (server) async throws in
-            let client = makeClient(server) { $0.cdnURL = URL(string: server.baseURL)! }
-            let request = HTTPClientAPIRequestTests.GetImageAPI(imageID: "20000", folder: folder)
-            #expect(symlink(victim.path, request.resumableDownloadDestination!.path + ".part") == 0)
-            let file = try await client.send(request)
-            #expect(try Data(contentsOf: victim) == secret)
-            #expect(Array(try Data(contentsOf: file)) == FixtureServer.expectedBytes(count: 20_000))
+        try await withFolderAndVictim { setup in
+            try await withServer { (server) async throws in
+                let client = makeClient(server) { $0.cdnURL = URL(string: server.baseURL)! }
+                let request = HTTPClientAPIRequestTests.GetImageAPI(imageID: "20000", folder: setup.folder)
+                #expect(symlink(setup.victim.path, request.resumableDownloadDestination!.path + ".part") == 0)
+                let file = try await client.send(request)
+                #expect(setup.victimIsUntouched)
+                #expect(Array(try Data(contentsOf: file)) == FixtureServer.expectedBytes(count: 20_000))
+            }
         }
     }
 }

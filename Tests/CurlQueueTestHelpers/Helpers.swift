@@ -194,3 +194,30 @@ public func callConcurrently(tasks: Int, each: Int, _ call: @escaping @Sendable 
         try await group.waitForAll()
     }
 }
+
+/// A download folder, and outside it a file a planted link points a download at: the victim,
+/// which must keep its ``secret``.
+public struct FolderWithVictim: Sendable {
+    /// The download folder, empty at the start.
+    public let folder: URL
+    /// A file in another temporary folder, holding ``secret``.
+    public let victim: URL
+    /// What the victim holds.
+    public let secret: Data
+
+    /// Whether the victim still holds its secret.
+    public var victimIsUntouched: Bool { (try? Data(contentsOf: victim)) == secret }
+}
+
+/// A fresh download folder and a victim outside it for the duration of `body`; both folders
+/// are removed after it.
+public func withFolderAndVictim<T>(_ body: (FolderWithVictim) async throws -> T) async throws -> T {
+    try await withFolder { folder in
+        try await withFolder { outside in
+            let victim = outside.appendingPathComponent("victim")
+            let secret = Data("do not overwrite me".utf8)
+            try secret.write(to: victim)
+            return try await body(FolderWithVictim(folder: folder, victim: victim, secret: secret))
+        }
+    }
+}

@@ -85,27 +85,21 @@ import Glibc
     /// A `.part` that is a symbolic link to a file outside the folder, with `resume` on: the
     /// link goes, a file of its own takes its place, and the file outside is untouched.
     @Test func aSymbolicLinkAtThePartFileIsReplacedAndItsTargetIsUntouched() async throws {
-        let folder = try makeTemporaryFolder()
-        let outside = try makeTemporaryFolder()
-        defer {
-            try? FileManager.default.removeItem(at: folder)
-            try? FileManager.default.removeItem(at: outside)
-        }
-        let victim = outside.appendingPathComponent("victim")
-        let secret = Data("do not overwrite me".utf8)
-        try secret.write(to: victim)
-        let destination = folder.appendingPathComponent("file")
-        #expect(symlink(victim.path, destination.path + ".part") == 0)
-        try await withServer { (server) async throws in
-            var request = Request(url: server.url("/bytes/50000"), destination: destination)
-            request.resume = true
-            let result = await completion(of: RequestOperation(request: request))
-            #expect((try? result.get())?.status == .ok, "\(result)")
-            #expect(try Data(contentsOf: victim) == secret)
-            #expect(Array(try Data(contentsOf: destination)) == FixtureServer.expectedBytes(count: 50_000))
-            var info = stat()
-            #expect(lstat(destination.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG, "the destination is a file of its own")
-            #expect(server.requests.first { $0.path.hasPrefix("/bytes/") }?.header("Range") == nil, "a link is not resumed")
+        try await withFolderAndVictim { setup in
+            let folder = setup.folder
+            let destination = folder.appendingPathComponent("file")
+            #expect(symlink(setup.victim.path, destination.path + ".part") == 0)
+            try await withServer { (server) async throws in
+                var request = Request(url: server.url("/bytes/50000"), destination: destination)
+                request.resume = true
+                let result = await completion(of: RequestOperation(request: request))
+                #expect((try? result.get())?.status == .ok, "\(result)")
+                #expect(setup.victimIsUntouched)
+                #expect(Array(try Data(contentsOf: destination)) == FixtureServer.expectedBytes(count: 50_000))
+                var info = stat()
+                #expect(lstat(destination.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG, "the destination is a file of its own")
+                #expect(server.requests.first { $0.path.hasPrefix("/bytes/") }?.header("Range") == nil, "a link is not resumed")
+            }
         }
     }
 
@@ -131,57 +125,45 @@ import Glibc
     /// A destination that is a symbolic link to a file outside the folder: the finished
     /// download replaces the link; the file it pointed to is untouched.
     @Test func aDestinationThatIsASymbolicLinkIsReplacedNotFollowed() async throws {
-        let folder = try makeTemporaryFolder()
-        let outside = try makeTemporaryFolder()
-        defer {
-            try? FileManager.default.removeItem(at: folder)
-            try? FileManager.default.removeItem(at: outside)
-        }
-        let victim = outside.appendingPathComponent("victim")
-        let secret = Data("do not overwrite me".utf8)
-        try secret.write(to: victim)
-        let destination = folder.appendingPathComponent("file")
-        #expect(symlink(victim.path, destination.path) == 0)
-        try await withServer { (server) async throws in
-            let result = await completion(of: RequestOperation(request: Request(url: server.url("/bytes/1000"), destination: destination)))
-            #expect((try? result.get())?.status == .ok, "\(result)")
-            #expect(try Data(contentsOf: victim) == secret)
-            var info = stat()
-            #expect(lstat(destination.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG)
-            #expect(Array(try Data(contentsOf: destination)) == FixtureServer.expectedBytes(count: 1000))
+        try await withFolderAndVictim { setup in
+            let folder = setup.folder
+            let destination = folder.appendingPathComponent("file")
+            #expect(symlink(setup.victim.path, destination.path) == 0)
+            try await withServer { (server) async throws in
+                let result = await completion(of: RequestOperation(request: Request(url: server.url("/bytes/1000"), destination: destination)))
+                #expect((try? result.get())?.status == .ok, "\(result)")
+                #expect(setup.victimIsUntouched)
+                var info = stat()
+                #expect(lstat(destination.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG)
+                #expect(Array(try Data(contentsOf: destination)) == FixtureServer.expectedBytes(count: 1000))
+            }
         }
     }
 
     /// A `.part` swapped for a link to a file outside the folder while the body arrives: the
     /// link is not renamed into place, and the file outside is untouched.
     @Test func aPartFileSwappedForALinkMidBodyIsNotMovedIntoPlace() async throws {
-        let folder = try makeTemporaryFolder()
-        let outside = try makeTemporaryFolder()
-        defer {
-            try? FileManager.default.removeItem(at: folder)
-            try? FileManager.default.removeItem(at: outside)
-        }
-        let victim = outside.appendingPathComponent("victim")
-        let secret = Data("do not overwrite me".utf8)
-        try secret.write(to: victim)
-        let destination = folder.appendingPathComponent("file")
-        let part = destination.path + ".part"
-        try await withServer { (server) async throws in
-            let operation = RequestOperation(request: Request(
-                url: server.url("/bytes/100000?chunk=10000&holdAt=30000&gate=swap"), destination: destination))
-            // Progress reaching 30,000 bytes is the event: the server holds the rest at the gate.
-            let swapped = LockedBox(false)
-            operation.downloadProgressHandler = { progress in
-                guard progress.bytesTransferred >= 30_000, !swapped.update({ let was = $0; $0 = true; return was }) else { return }
-                _ = rename(part, folder.appendingPathComponent("moved").path)
-                _ = symlink(victim.path, part)
-                server.openGate("swap")
+        try await withFolderAndVictim { setup in
+            let folder = setup.folder
+            let destination = folder.appendingPathComponent("file")
+            let part = destination.path + ".part"
+            try await withServer { (server) async throws in
+                let operation = RequestOperation(request: Request(
+                    url: server.url("/bytes/100000?chunk=10000&holdAt=30000&gate=swap"), destination: destination))
+                // Progress reaching 30,000 bytes is the event: the server holds the rest at the gate.
+                let swapped = LockedBox(false)
+                operation.downloadProgressHandler = { progress in
+                    guard progress.bytesTransferred >= 30_000, !swapped.update({ let was = $0; $0 = true; return was }) else { return }
+                    _ = rename(part, folder.appendingPathComponent("moved").path)
+                    _ = symlink(setup.victim.path, part)
+                    server.openGate("swap")
+                }
+                let result = await completion(of: operation)
+                #expect(swapped.value)
+                #expect(result.failure == .fileSystem("\(part) was replaced while the body was written to it: not moved to \(destination.path)"), "\(result)")
+                #expect(setup.victimIsUntouched)
+                #expect(!FileManager.default.fileExists(atPath: destination.path))
             }
-            let result = await completion(of: operation)
-            #expect(swapped.value)
-            #expect(result.failure == .fileSystem("\(part) was replaced while the body was written to it: not moved to \(destination.path)"), "\(result)")
-            #expect(try Data(contentsOf: victim) == secret)
-            #expect(!FileManager.default.fileExists(atPath: destination.path))
         }
     }
 }
