@@ -370,17 +370,25 @@ struct GetCommand: AsyncParsableCommand {
         return (parent.isEmpty ? "." : parent, name)
     }
 
-    /// The output folder as an absolute URL, created when missing.
+    /// The output folder as an absolute URL, created when missing, and found writable before
+    /// any request is sent (a usage error otherwise, naming the folder and why).
     func prepareFolder(_ directory: String) throws -> URL {
+        let folder = try existingFolder(directory)
+        if let reason = FolderCheck.cannotWrite(into: folder.path) {
+            throw UsageError("cannot write into the folder \(quoted(directory)): \(reason); nothing was downloaded")
+        }
+        return folder
+    }
+
+    /// The output folder as an absolute URL, created when missing.
+    func existingFolder(_ directory: String) throws -> URL {
         let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
         switch FileKind.of(folder.path) {
         case .directory:
             return folder
         case .missing:
-            do {
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            } catch {
-                throw UsageError("cannot create the folder \(quoted(directory)): \(Self.reason(error))")
+            if let reason = FolderCheck.create(folder.path) {
+                throw UsageError("cannot create the folder \(quoted(directory)): \(reason)")
             }
             return folder
         case .symbolicLink where FileKind.of(folder.resolvingSymlinksInPath().path) == .directory:
@@ -388,20 +396,5 @@ struct GetCommand: AsyncParsableCommand {
         default:
             throw UsageError("\(quoted(directory)) is not a folder")
         }
-    }
-
-    static func reason(_ error: any Error) -> String {
-        if let error = error as? CocoaError, let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError,
-           underlying.domain == NSPOSIXErrorDomain {
-            return String(cString: strerror(Int32(underlying.code)))
-        }
-        if let error = error as? CocoaError {
-            switch error.code {
-            case .fileReadNoSuchFile, .fileNoSuchFile: return "no such file"
-            case .fileReadNoPermission, .fileWriteNoPermission: return "permission denied"
-            default: break
-            }
-        }
-        return error.localizedDescription
     }
 }

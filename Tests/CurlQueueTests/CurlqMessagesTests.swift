@@ -91,6 +91,58 @@ import Glibc
             }
         }
     }
+
+    /// An output folder that cannot be written to (or made) is a usage error found before any
+    /// request: exit 2, the folder named and why, in words.
+    @Test func anUnwritableFolderIsFoundBeforeAnyRequest() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let url = server.url("/bytes/10").absoluteString
+                let blocker = folder.appendingPathComponent("file.txt")
+                try Data("x".utf8).write(to: blocker)
+                var cases: [([String], String)] = [
+                    // /sys refuses new files even to root, which ignores a folder's permissions.
+                    (["-d", "/sys"], "cannot write into the folder '/sys': "),
+                    (["-o", "/sys/out.bin"], "cannot write into the folder '/sys': "),
+                    (["-d", blocker.path + "/sub"], "'\(blocker.path)' is a file, not a folder"),
+                ]
+                if getuid() != 0 {
+                    let locked = folder.appendingPathComponent("locked")
+                    try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: false)
+                    chmod(locked.path, 0o555)
+                    cases.append((["-d", locked.path], "cannot write into the folder '\(locked.path)': Permission denied"))
+                }
+                for (arguments, message) in cases {
+                    let run = try await runCurlq(["get"] + arguments + [url])
+                    #expect(run.status == 2, "\(arguments): \(run)")
+                    #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
+                    #expect(!run.stderr.contains("NSCocoaErrorDomain") && !run.stderr.contains("Error"), "\(run.stderr)")
+                }
+                #expect(server.requests.isEmpty, "a request was sent: \(server.requests.map(\.uri))")
+            }
+        }
+    }
+
+    /// No internal names in what a person reads: a batch with a 404, a refused connection, a
+    /// host that does not resolve and a dropped connection says each in words, on standard
+    /// error and in the JSON report.
+    @Test func noInternalNamesInMessages() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let run = try await withRefusedPort { port in
+                    try await runCurlq("get", "-d", folder.path, "--retries", "0", "--json", "--progress", "lines",
+                                       server.url("/status/404").absoluteString, "http://127.0.0.1:\(port)/refused",
+                                       "http://nowhere.invalid/dns", server.url("/flaky/dropped?failures=1&mode=close").absoluteString)
+                }
+                #expect(run.status == 1, "\(run)")
+                for name in ["CURLE_", "NSCocoaErrorDomain", "error 512", "RequestError", "TransportFailure", "CurlCode", "Optional(", "transport("] {
+                    #expect(!run.stderr.contains(name), "standard error names \(name): \(run.stderr)")
+                    #expect(!run.stdout.contains(name), "the JSON report names \(name): \(run.stdout)")
+                }
+                #expect(run.stderr.contains("dropped: the server closed the connection without answering"), "\(run.stderr)")
+            }
+        }
+    }
 }
 
 /// A port bound on 127.0.0.1 but not listening: connecting to it is refused, for `body`'s time.
