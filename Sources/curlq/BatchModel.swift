@@ -40,6 +40,38 @@ struct FileResult: Sendable {
     var transferSeconds: Double = 0
     /// 1 for the first file of the batch to start, 2 for the next…; 0 if it never started.
     var startOrder = 0
+    /// What kind of failure (`--json`'s `errorKind`); nil when downloaded or skipped.
+    var errorKind: ErrorKind?
+    /// The unfinished file that stays (`NAME.part`, or `NAME.unverified`), when there is one.
+    var partialPath: String?
+
+    /// `--json`'s `errorKind`: what a script needs to tell a 404 from a network outage.
+    enum ErrorKind: String, Sendable {
+        /// The server answered with an error status (`status` says which).
+        case http
+        /// The host name does not resolve.
+        case dns
+        /// No connection could be made (refused, unreachable, or --connect-timeout).
+        case connect
+        /// The connection broke, or the server closed it without an answer.
+        case network
+        /// No byte moved for --stall-timeout.
+        case stall
+        /// --max-file-time, or another time limit.
+        case timeout
+        /// TLS: handshake, certificate, pinned key.
+        case tls
+        /// The file's checksum does not match.
+        case checksum
+        /// The file already there is not complete (--overwrite replaces it).
+        case existingFile = "existing-file"
+        /// A local file or folder problem (cannot write, a symbolic link or folder in the way).
+        case file
+        /// Stopped by a signal before it completed.
+        case interrupted
+        /// Anything else (libcurl's message says what).
+        case other
+    }
 }
 
 /// The outcome of a whole batch.

@@ -219,7 +219,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
                 let actual = digests[checksum.algorithm] ?? ""
                 if actual != checksum.hex {
                     let name = checksum.algorithm.rawValue
-                    finalize(job.index, outcome: .failed, status: nil, attempts: 0, bytes: size, sha256: digests[.sha256],
+                    finalize(job.index, outcome: .failed, status: nil, attempts: 0, bytes: size, sha256: digests[.sha256], kind: .existingFile,
                              error: "\(job.name) is already there but its \(name) is \(actual), not \(checksum.hex); --overwrite replaces it")
                 } else {
                     finalize(job.index, outcome: .skipped, status: nil, attempts: 0, bytes: size, sha256: digests[.sha256])
@@ -254,7 +254,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             if case .failure(.cancelled) = result, let interruption {
                 finalize(index, outcome: .interrupted, status: nil, attempts: 0, bytes: size, error: interruption.description)
             } else if let announced, announced != size {
-                finalize(index, outcome: .failed, status: nil, attempts: 0, bytes: size,
+                finalize(index, outcome: .failed, status: nil, attempts: 0, bytes: size, kind: .existingFile,
                          error: "\(job.name) is already there but holds \(size) bytes where the server announces \(announced); "
                             + "--overwrite replaces it")
             } else {
@@ -317,7 +317,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
                          error: "HTTP \(status)\(Self.reasonPhrases[status].map { " " + $0 } ?? "")\(tries)")
             }
         case .failure(.cancelled) where live.timedOut:
-            finalize(index, outcome: .failed, status: nil, attempts: attempts,
+            finalize(index, outcome: .failed, status: nil, attempts: attempts, kind: .timeout,
                      error: "timed out: no complete file after \(Self.seconds(options.timeout ?? 0)) (--max-file-time)")
         case .failure(.cancelled):
             finalize(index, outcome: .interrupted, status: nil, attempts: attempts,
@@ -325,7 +325,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         case .failure(let error):
             let tries = attempts > 1 ? " (after \(attempts) attempts)" : ""
             let words = ErrorWords.failure(error, host: job.url.host, dnsRetried: options.retryDNS)
-            finalize(index, outcome: .failed, status: nil, attempts: attempts, error: words + tries)
+            finalize(index, outcome: .failed, status: nil, attempts: attempts, kind: ErrorWords.kind(error), error: words + tries)
         }
     }
 
@@ -372,7 +372,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         case .success(let digests):
             let bytes = FileKind.size(staged) ?? 0
             unlink(staged)
-            finalize(index, outcome: .failed, status: status, attempts: attempts, bytes: bytes, sha256: digests[.sha256],
+            finalize(index, outcome: .failed, status: status, attempts: attempts, bytes: bytes, sha256: digests[.sha256], kind: .checksum,
                      error: "\(name) mismatch: expected \(checksum.hex), got \(digests[checksum.algorithm] ?? "nothing"); the download was deleted")
         case .failure(.stopped):
             finalize(index, outcome: .interrupted, status: status, attempts: attempts,
@@ -400,7 +400,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
 
     private func finalize(
         _ index: Int, outcome: FileResult.Outcome, status: Int?, attempts: Int,
-        bytes: Int64? = nil, sha256: String? = nil, error: String? = nil
+        bytes: Int64? = nil, sha256: String? = nil, kind: FileResult.ErrorKind? = nil, error: String? = nil
     ) {
         guard results[index] == nil else { return }
         let job = model.jobs[index]
@@ -409,12 +409,12 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         let seconds = model.live[index].startedAt.map { now - $0 } ?? 0
         let transferSeconds = model.live[index].startedAt.map { (model.live[index].transferEndedAt ?? now) - $0 } ?? 0
         if outcome == .downloaded { model.settle(index, bytesOnDisk: onDisk, whole: status != 206) }
-        let result = FileResult(
+        let result = Self.classified(FileResult(
             url: job.url, path: paths.final(job), outcome: outcome, status: status, bytes: onDisk,
             sha256: sha256, attempts: attempts, seconds: seconds,
             error: outcome == .downloaded || outcome == .skipped ? nil : error ?? "failed",
             fetched: model.live[index].fetched, transferSeconds: transferSeconds,
-            startOrder: admissionOrder[index] ?? 0)
+            startOrder: admissionOrder[index] ?? 0), kind: kind, paths: paths, job: job)
         results[index] = result
         remaining -= 1
         model.finish(index, result)

@@ -152,7 +152,7 @@ struct GetCommand: AsyncParsableCommand {
           help: "Retry a host name that does not resolve, like a network error; without it the file fails at once, as with curl's --retry.")
     var retryDNS = false
 
-    @Flag(help: "When done, print one JSON object on standard output: per URL its url, path, status, bytes, sha256, attempts, seconds and error.")
+    @Flag(help: "When done, print one JSON object on standard output (schema version 1, in docs/curlq.md): per URL its outcome (downloaded, resumed, skipped, failed, interrupted), reason and errorKind, paths that exist, status, bytes, sha256, attempts and seconds.")
     var json = false
 
     @Flag(name: .shortAndLong, help: "No progress and no summary; failures are still reported.")

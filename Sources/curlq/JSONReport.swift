@@ -1,28 +1,49 @@
 import Foundation
 
 /// `--json`: one JSON object on standard output, written file by file so that a batch of any
-/// size is never held as one big string:
+/// size is never held as one big string. Its schema (each field, the outcomes, the error kinds,
+/// the version policy) is documented in docs/curlq.md, "The JSON report"; bump ``version``
+/// when a field changes meaning or goes (adding a field does not bump it).
 ///
 /// ```json
-/// {"files":[{"url":"…","path":"…","status":200,"bytes":123,"sha256":"…","attempts":1,"seconds":0.25,"error":null}],
-///  "downloaded":1,"skipped":0,"failed":0,"interrupted":false,"seconds":0.3}
+/// {"version":1,"files":[{"url":"…","outcome":"downloaded","path":"…","status":200,"bytes":123,"sha256":"…",
+///   "attempts":1,"seconds":0.25,"error":null}],
+///  "downloaded":1,"resumed":0,"skipped":0,"failed":0,"interrupted":false,"seconds":0.3}
 /// ```
 enum JSONReport {
+    static let version = 1
+
     static func write(_ report: BatchReport, to output: (String) -> Void) {
-        output("{\"files\":[")
+        output("{\"version\":\(version),\"files\":[")
         for (index, result) in report.results.enumerated() {
             output((index == 0 ? "\n" : ",\n") + object(result))
         }
-        output("\n],\"downloaded\":\(report.count(.downloaded)),\"skipped\":\(report.count(.skipped))"
+        let resumed = report.results.reduce(0) { $0 + (outcome($1) == "resumed" ? 1 : 0) }
+        output("\n],\"downloaded\":\(report.count(.downloaded)),\"resumed\":\(resumed),\"skipped\":\(report.count(.skipped))"
             + ",\"failed\":\(report.count(.failed) + report.count(.interrupted))"
             + ",\"interrupted\":\(report.interruption != nil),\"seconds\":\(number(report.seconds))}\n")
     }
 
+    /// `downloaded`, `resumed` (a `.part` completed with a 206), `skipped`, `failed` or `interrupted`.
+    static func outcome(_ result: FileResult) -> String {
+        if result.outcome == .downloaded, result.status == 206 { return "resumed" }
+        return result.outcome.rawValue
+    }
+
     static func object(_ result: FileResult) -> String {
-        "{\"url\":\(string(result.url.absoluteString)),\"path\":\(string(result.path))"
-            + ",\"status\":\(result.status.map(String.init) ?? "null"),\"bytes\":\(result.bytes)"
+        var text = "{\"url\":\(string(result.url.absoluteString)),\"outcome\":\(string(outcome(result)))"
+        if FileKind.size(result.path) != nil { text += ",\"path\":\(string(result.path))" }
+        if let partial = result.partialPath, FileKind.size(partial) != nil { text += ",\"partialPath\":\(string(partial))" }
+        text += ",\"status\":\(result.status.map(String.init) ?? "null"),\"bytes\":\(result.bytes)"
             + ",\"sha256\":\(result.sha256.map(string) ?? "null"),\"attempts\":\(result.attempts)"
-            + ",\"seconds\":\(number(result.seconds)),\"error\":\(result.error.map(string) ?? "null")}"
+            + ",\"seconds\":\(number(result.seconds)),\"error\":\(result.error.map(string) ?? "null")"
+        switch result.outcome {
+        case .downloaded: break
+        case .skipped: text += ",\"reason\":\"already there\""
+        case .failed, .interrupted: text += ",\"reason\":\(string(result.error ?? "failed"))"
+        }
+        if let kind = result.errorKind { text += ",\"errorKind\":\(string(kind.rawValue))" }
+        return text + "}"
     }
 
     /// A JSON string literal: quotes, backslashes and control characters escaped.

@@ -163,3 +163,29 @@ func runCurlq(_ arguments: [String], environment: [String: String] = [:]) async 
 func filesIn(_ folder: URL) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
 }
+
+/// Waits, woken by inotify, until the file at `path` holds at least `bytes` bytes.
+func waitForGrowth(_ path: String, atLeast bytes: Int64, timeout: Double = 30) async -> Bool {
+    await withCheckedContinuation { continuation in
+        Thread {
+            let watcher = inotify_init1(Int32(IN_CLOEXEC))
+            defer { close(watcher) }
+            _ = inotify_add_watch(watcher, (path as NSString).deletingLastPathComponent, UInt32(IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE))
+            let deadline = Date().addingTimeInterval(timeout)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber, size.int64Value >= bytes {
+                    continuation.resume(returning: true)
+                    return
+                }
+                let remaining = deadline.timeIntervalSinceNow
+                if remaining <= 0 {
+                    continuation.resume(returning: false)
+                    return
+                }
+                var descriptor = pollfd(fd: watcher, events: Int16(POLLIN), revents: 0)
+                if poll(&descriptor, 1, Int32(min(remaining, 1) * 1000)) > 0 { _ = read(watcher, &buffer, buffer.count) }
+            }
+        }.start()
+    }
+}

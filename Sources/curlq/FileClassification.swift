@@ -1,0 +1,52 @@
+import CurlQueue
+import Foundation
+
+extension BatchRunner {
+    /// `result` with its ``FileResult/errorKind`` (the one given, else what its outcome and
+    /// status say) and the unfinished file that stays, for the JSON report.
+    static func classified(_ result: FileResult, kind: FileResult.ErrorKind?, paths: JobPaths, job: Job) -> FileResult {
+        var result = result
+        switch result.outcome {
+        case .downloaded, .skipped:
+            result.errorKind = nil
+        case .interrupted:
+            result.errorKind = .interrupted
+        case .failed:
+            if let kind {
+                result.errorKind = kind
+            } else if let status = result.status, !(200..<300).contains(status) {
+                result.errorKind = .http
+            } else {
+                result.errorKind = .file
+            }
+        }
+        if result.outcome != .downloaded {
+            let staged = paths.download(job)
+            result.partialPath = [paths.part(job), staged].first { $0 != paths.final(job) && FileKind.size($0) != nil }
+        }
+        return result
+    }
+}
+
+extension ErrorWords {
+    /// The kind of a transfer's failure, for `--json`'s `errorKind`.
+    static func kind(_ error: RequestError) -> FileResult.ErrorKind {
+        switch error {
+        case .cancelled: return .interrupted
+        case .invalidRequest: return .other
+        case .fileSystem: return .file
+        case .timedOut(let failure), .transport(let failure):
+            switch failure.code {
+            case .couldNotResolveHost, .couldNotResolveProxy: return .dns
+            case .couldNotConnect: return .connect
+            case .operationTimedOut:
+                if failure.message.hasPrefix("no byte moved") { return .stall }
+                return failure.message.localizedCaseInsensitiveContains("connect") ? .connect : .timeout
+            case .gotNothing, .partialFile, .recvError, .sendError, .weirdServerReply, .http2, .http2Stream: return .network
+            case .sslConnectError, .peerFailedVerification, .sslPinnedPublicKeyNotMatch: return .tls
+            case .writeError: return .file
+            default: return .other
+            }
+        }
+    }
+}
