@@ -22,7 +22,7 @@ struct Curlq: AsyncParsableCommand {
             Exit status: 0 all downloaded or already there, 1 some failed, 2 usage error, \
             130 interrupted (SIGINT), 143 terminated (SIGTERM). Manual: docs/curlq.md.
             """,
-        version: CurlqVersion.number,
+        version: VersionText.full,
         subcommands: [GetCommand.self, DemoCommand.self]
     )
 

@@ -159,3 +159,16 @@ func withRefusedPort<T>(_ body: (Int) async throws -> T) async throws -> T {
     guard bound else { throw POSIXError(.EADDRINUSE) }
     return try await body(Int(UInt16(bigEndian: address.sin_port)))
 }
+
+/// `curlq --version`, as `curl -V`: curlq's version, libcurl's, its TLS library, protocols, features.
+@Suite struct CurlqVersionTests {
+    @Test func versionNamesLibcurlItsTLSLibraryAndFeatures() async throws {
+        let run = try await runCurlq("--version")
+        #expect(run.status == 0, "\(run)")
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("curlq \(CurlqVersion.number) (libcurl/") == true, "\(run.stdout)")
+        #expect(lines.contains { $0.hasPrefix("libcurl ") && $0.contains(", TLS: ") }, "\(run.stdout)")
+        #expect(lines.contains { $0.hasPrefix("Protocols: ") && $0.contains(" https") }, "\(run.stdout)")
+        #expect(lines.contains { $0.hasPrefix("Features: ") && $0.contains("SSL") }, "\(run.stdout)")
+    }
+}
