@@ -104,12 +104,25 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             stopHashing.store(true, ordering: .relaxed)
             guard continuation != nil else { return }  // not begun: `begin` starts nothing
             display.note("\(reason.description): cancelling; partial files stay as .part", model)
-            for index in admission.takeAllWaiting() {
+            let waiting = admission.takeAllWaiting()
+            if !waiting.isEmpty { display.note("\(waiting.count) not started", model) }  // not a line each
+            for index in waiting {
                 finalize(index, outcome: .interrupted, status: nil, attempts: 0, error: reason.description)
             }
             requestQueue.cancelAllRequests()
             checkQueue.cancelAllRequests()
         }
+    }
+
+    /// Ctrl-Z: the display gives the terminal back; returns once it has, so the caller may stop
+    /// the process. Not to be called on `queue`.
+    func suspendDisplay() {
+        queue.sync { display.suspend() }
+    }
+
+    /// SIGCONT: the display draws itself again.
+    func resumeDisplay() {
+        queue.async { [self] in display.resume() }
     }
 
     // MARK: Start

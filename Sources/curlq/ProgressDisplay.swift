@@ -29,6 +29,10 @@ protocol ProgressDisplay: AnyObject {
     func note(_ text: String, _ model: BatchModel)
     func refresh(_ model: BatchModel)
     func end(_ model: BatchModel)
+    /// Ctrl-Z: give the terminal back (live area erased, cursor shown) before the process stops.
+    func suspend()
+    /// SIGCONT: draw again from scratch at the next refresh.
+    func resume()
 }
 
 extension ProgressDisplay {
@@ -36,6 +40,12 @@ extension ProgressDisplay {
     var usesTerminal: Bool { false }
     func refresh(_ model: BatchModel) {}
     func end(_ model: BatchModel) {}
+    func suspend() {}
+    func resume() {}
+
+    /// A file the interruption stopped before it started: counted in one "N not started"
+    /// note (``BatchRunner/interrupt(_:)``) rather than given a line of its own.
+    func neverStarted(_ result: FileResult) -> Bool { result.outcome == .interrupted && result.startOrder == 0 }
 }
 
 /// `interval`: how often the `lines` display prints a line per running file (`--progress-interval`).
@@ -117,6 +127,7 @@ final class LineDisplay: ProgressDisplay {
     }
 
     func finished(_ index: Int, _ result: FileResult, _ model: BatchModel) {
+        guard !neverStarted(result) else { return }
         let word: String
         switch result.outcome {
         case .downloaded: word = "done"
@@ -158,6 +169,7 @@ final class BarDisplay: ProgressDisplay {
     }
 
     func finished(_ index: Int, _ result: FileResult, _ model: BatchModel) {
+        guard !neverStarted(result) else { return }
         let mark: String
         switch result.outcome {
         case .downloaded: mark = paint("✓", .green)
@@ -179,6 +191,12 @@ final class BarDisplay: ProgressDisplay {
         text += area.redraw(log: log, lines: frame(model, columns: columns - 1, rows: rows))
         log.removeAll(keepingCapacity: true)
         Output.error(text)
+    }
+
+    func suspend() {
+        guard began else { return }
+        Output.error(area.erase() + Terminal.showCursor)
+        began = false  // the next refresh hides the cursor again and draws a new area
     }
 
     func end(_ model: BatchModel) {

@@ -6,7 +6,8 @@ import Glibc
 import Musl
 #endif
 
-/// SIGINT (Ctrl-C) and SIGTERM, caught with dispatch sources: the first one interrupts the
+/// SIGINT (Ctrl-C) and SIGTERM, caught with dispatch sources (and SIGTSTP/SIGCONT, see
+/// `jobControl`): the first one interrupts the
 /// running batch, whose transfers are cancelled with their `.part` files kept, and the
 /// command then prints its summary and exits with 128 + the signal (130 or 143). A second
 /// signal exits at once (the cursor shown again first).
@@ -17,15 +18,36 @@ final class SignalTrap: @unchecked Sendable {  // safe: `state` is only touched 
     private var sources: [any DispatchSourceSignal] = []
 
     static let signals = [SIGINT, SIGTERM]
+    /// Ctrl-Z and `fg`/`bg`: the display gives the terminal back before the process stops, and
+    /// draws itself again when it continues.
+    static let jobControl = [SIGTSTP, SIGCONT]
 
     init() {
-        for number in Self.signals {
-            signal(number, SIG_IGN)  // delivered to the dispatch source instead
+        for number in Self.signals + Self.jobControl {
+            signal(number, SIG_IGN)  // delivered to the dispatch source instead (SIGCONT still continues)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { [weak self] in self?.received(number) }
+            source.setEventHandler { [weak self] in
+                switch number {
+                case SIGTSTP: self?.stop()
+                case SIGCONT: self?.continued()
+                default: self?.received(number)
+                }
+            }
             source.resume()
             sources.append(source)
         }
+    }
+
+    /// SIGTSTP: cursor and terminal restored, then the process stops (SIGSTOP, which the shell
+    /// reports as it does Ctrl-Z).
+    private func stop() {
+        let runner = lock.withLock { state.runner }
+        runner?.suspendDisplay()
+        kill(getpid(), SIGSTOP)
+    }
+
+    private func continued() {
+        lock.withLock { state.runner }?.resumeDisplay()
     }
 
     /// The signal received so far, if any.
@@ -57,6 +79,6 @@ final class SignalTrap: @unchecked Sendable {  // safe: `state` is only touched 
     /// Restores the default handling of the signals.
     func cancel() {
         for source in sources { source.cancel() }
-        for number in Self.signals { signal(number, SIG_DFL) }
+        for number in Self.signals + Self.jobControl { signal(number, SIG_DFL) }
     }
 }

@@ -101,14 +101,35 @@ final class MessagesProcess: @unchecked Sendable {  // safe: the mutable `stderr
 
     func send(_ signal: Int32) { kill(pid, signal) }
 
+    /// Standard error so far.
+    func errorSoFar() async -> String { lock.withLock { stderrText } }
+
+    /// Waits until the process has stopped (SIGSTOP, SIGTSTP…), leaving the notice for `finish`.
+    func waitUntilStopped() async -> Bool {
+        let pid = self.pid
+        return await withCheckedContinuation { continuation in
+            Thread {
+                var info = siginfo_t()
+                var result: Int32
+                repeat { result = waitid(P_PID, id_t(pid), &info, WSTOPPED | WNOWAIT) } while result < 0 && errno == EINTR
+                continuation.resume(returning: result == 0 && info.si_code == CLD_STOPPED)
+            }.start()
+        }
+    }
+
     /// Waits until standard error holds `text` (true), or ends or `timeout` passes without it.
     func waitForError(containing text: String, timeout: Double = 30) async -> Bool {
+        await waitForError(timeout: timeout) { $0.contains(text) }
+    }
+
+    /// Waits until standard error so far satisfies `test` (true), or ends or `timeout` passes.
+    func waitForError(timeout: Double = 30, _ test: @escaping @Sendable (String) -> Bool) async -> Bool {
         await withCheckedContinuation { continuation in
             Thread { [self] in
                 let deadline = Date().addingTimeInterval(timeout)
                 lock.lock()
-                while !stderrText.contains(text), !stderrClosed, lock.wait(until: deadline) {}
-                let found = stderrText.contains(text)
+                while !test(stderrText), !stderrClosed, lock.wait(until: deadline) {}
+                let found = test(stderrText)
                 lock.unlock()
                 continuation.resume(returning: found)
             }.start()

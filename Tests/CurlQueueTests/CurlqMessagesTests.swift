@@ -143,6 +143,52 @@ import Glibc
             }
         }
     }
+
+    /// Ctrl-C (a real SIGINT) with twelve files still waiting: one line says so, not twelve.
+    @Test func ctrlCSummarisesTheFilesThatNeverStartedInOneLine() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let waiting = (1...12).map { server.url("/bytes/\($0)").absoluteString }
+                let process = try MessagesProcess(["get", "-d", folder.path, "-j", "1", "--progress", "lines",
+                                                   server.url("/gate/never").absoluteString] + waiting)
+                try await server.waitForRequests(pathPrefix: "/gate/", count: 1)
+                process.send(SIGINT)
+                let run = await process.finish()
+                #expect(run.status == 130, "\(run)")
+                #expect(run.stderr.contains("curlq: 12 not started\n"), "\(run.stderr)")
+                let stopped = run.stderr.split(separator: "\n").filter { $0.hasPrefix("stopped ") }
+                #expect(stopped.count == 1, "one line for the file that had started: \(stopped)")
+                #expect(run.stderr.contains("Not finished: 13"), "\(run.stderr)")
+            }
+        }
+    }
+
+    /// Ctrl-Z (SIGTSTP): the live area is erased and the cursor shown before the process
+    /// stops; SIGCONT (fg) draws it again, cursor hidden.
+    @Test func ctrlZRestoresTheCursorAndContinueRedraws() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let process = try MessagesProcess(["get", "-d", folder.path, "--progress", "bar", server.url("/gate/never").absoluteString])
+                try await server.waitForRequests(pathPrefix: "/gate/", count: 1)
+                #expect(await process.waitForError(containing: Terminal.hideCursor))
+                process.send(SIGTSTP)
+                #expect(await process.waitUntilStopped(), "SIGTSTP did not stop curlq")
+                // Stopped: nothing more comes, and what came last shows the cursor (the bytes may
+                // still be on their way to this process's reader: wait for them, not for time).
+                let shown = await process.waitForError(timeout: 10) { $0.hasSuffix(Terminal.showCursor) }
+                let tail = await process.errorSoFar().debugDescription.suffix(80)
+                #expect(shown, "the cursor was not shown before stopping: \(tail)")
+                process.send(SIGCONT)
+                #expect(await process.waitForError { text in
+                    guard let shown = text.range(of: Terminal.showCursor, options: .backwards) else { return false }
+                    return text[shown.upperBound...].contains(Terminal.hideCursor)
+                }, "no redraw after SIGCONT")
+                process.send(SIGINT)
+                let run = await process.finish()
+                #expect(run.status == 130, "\(run)")
+            }
+        }
+    }
 }
 
 /// A port bound on 127.0.0.1 but not listening: connecting to it is refused, for `body`'s time.
