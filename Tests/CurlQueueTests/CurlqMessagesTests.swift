@@ -218,3 +218,30 @@ func withRefusedPort<T>(_ body: (Int) async throws -> T) async throws -> T {
         #expect(lines.contains { $0.hasPrefix("Features: ") && $0.contains("SSL") }, "\(run.stdout)")
     }
 }
+
+/// What docs/curlq.md promises beside the options: shell completion and the proxy variables.
+@Suite struct CurlqEnvironmentTests {
+    @Test func completionScriptsForBashZshAndFish() async throws {
+        for shell in ["bash", "zsh", "fish"] {
+            let run = try await runCurlq("--generate-completion-script", shell)
+            #expect(run.status == 0, "\(shell): \(run)")
+            #expect(run.stdout.contains("user-agent") && run.stdout.contains("retry-dns"), "\(shell)")
+        }
+    }
+
+    /// libcurl's proxy variables work: curlq does not turn them off. The fixture server plays
+    /// the proxy and records the request in absolute form for a host that does not exist.
+    @Test func httpProxyIsHonoured() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let proxy = "http://127.0.0.1:\(server.port)"
+                let run = try await runCurlq(["get", "-d", folder.path, "--retries", "0", "http://through-proxy.invalid/bytes/10"],
+                                             environment: ["http_proxy": proxy, "NO_PROXY": ""])
+                #expect(server.requests.contains { $0.uri.hasPrefix("http://through-proxy.invalid/") }, "\(run) \(server.requests.map(\.uri))")
+                let skipped = try await runCurlq(["get", "-d", folder.path, "--retries", "0", "--overwrite", "http://through-proxy.invalid/bytes/10"],
+                                                 environment: ["http_proxy": proxy, "NO_PROXY": "through-proxy.invalid"])
+                #expect(skipped.stderr.contains("does not resolve"), "NO_PROXY was not honoured: \(skipped)")
+            }
+        }
+    }
+}
