@@ -47,6 +47,8 @@ struct BatchOptions: Sendable {
     var limitRate: Int64?
     /// `--max-overall-rate`: bytes per second for the whole run, shared by the running files.
     var overallRate: SharedRateLimit?
+    /// `-u`, `--netrc`, `--netrc-file`, `-b`.
+    var credentials = Credentials()
 }
 
 /// One file of the batch, with everything decided before the first request. Kept small:

@@ -175,9 +175,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             total: options.timeout.map(Self.duration), idle: options.stallTimeout.map(Self.duration))
         request.tls = options.tls
         request.applyRates(options)  // --speed-limit, --limit-rate, --max-overall-rate (RateOptions.swift)
-        for header in HeaderField.forRequest(global: options.headers, own: job.headers, userAgent: options.userAgent) {
-            request.addHeader(header.name, header.value)
-        }
+        for header in requestHeaders(job) { request.addHeader(header.name, header.value) }
         let operation = RequestOperation(request: request)
         operation.autoRetry = true
         if !options.retryDNS { operation.autoRetryErrorCodes.remove(.couldNotResolveHost) }
@@ -252,9 +250,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         var request = Request(url: job.url, method: .head, tls: options.tls)
         request.timeouts = Request.Timeouts(
             connect: options.connectTimeout.map(Self.duration) ?? .seconds(30), total: .seconds(60))
-        for header in HeaderField.forRequest(global: options.headers, own: job.headers, userAgent: options.userAgent) {
-            request.addHeader(header.name, header.value)
-        }
+        for header in requestHeaders(job) { request.addHeader(header.name, header.value) }
         let operation = RequestOperation(request: request)
         operation.callbackQueue = queue
         let index = job.index
@@ -448,6 +444,13 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     }
 
     // MARK: Helpers
+
+    /// `-H`, the entry's `header=` lines, the User-Agent, then the credentials for its URL (the fields the
+    /// others do not already set).
+    private func requestHeaders(_ job: Job) -> [HeaderField] {
+        let fields = HeaderField.forRequest(global: options.headers, own: job.headers, userAgent: options.userAgent)
+        return fields + options.credentials.fields(for: job.url, besides: fields)
+    }
 
     static func duration(_ seconds: Double) -> Duration {
         .nanoseconds(Int64(min(seconds, 1e9) * 1e9))

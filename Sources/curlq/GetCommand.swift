@@ -27,6 +27,9 @@ struct GetCommand: AsyncParsableCommand {
             a checksum is given; it is computed as the bytes arrive). Names come from out= or the URL's last path segment, made safe: \
             nothing is ever written outside the output folder.
 
+            Credentials (-u, --netrc, --netrc-file, -b) go only to the origin of each URL: a \
+            redirect to another scheme, host or port gets none of them. They are never shown.
+
             EXAMPLES:
               curlq get -d downloads https://example.org/a.iso https://example.org/b.iso
               curlq get -o disk.iso https://example.org/images/disk-1.iso
@@ -152,6 +155,23 @@ struct GetCommand: AsyncParsableCommand {
           help: "Retry a host name that does not resolve, like a network error; without it the file fails at once, as with curl's --retry.")
     var retryDNS = false
 
+    // MARK: Credentials (issue 22: -u, --netrc, --netrc-file, -b; sent only to the origin they were given for)
+
+    @Option(name: [.customShort("u"), .customLong("user")],
+            help: ArgumentHelp("Basic authentication for every URL, 'user:password' (no prompt). Never shown; not sent past a redirect to another origin.", valueName: "USER:PASSWORD"))
+    var user: String?
+
+    @Flag(name: .customLong("netrc"), help: "Take each URL's login and password from ~/.netrc (its host's 'machine' entry, else 'default').")
+    var netrc = false
+
+    @Option(name: .customLong("netrc-file"),
+            help: ArgumentHelp("As --netrc, from FILE.", valueName: "FILE"))
+    var netrcFile: String?
+
+    @Option(name: [.customShort("b"), .customLong("cookie")],
+            help: ArgumentHelp("Cookies: a Netscape cookie file (curl -c, wget --save-cookies), or 'name=value; …' sent to every URL.", valueName: "FILE|DATA"))
+    var cookie: String?
+
     @Flag(help: "When done, print one JSON object on standard output (schema version 1, in docs/curlq.md): per URL its outcome (downloaded, resumed, skipped, failed, interrupted), reason and errorKind, paths that exist, status, bytes, sha256, attempts and seconds.")
     var json = false
 
@@ -193,6 +213,7 @@ struct GetCommand: AsyncParsableCommand {
         for header in headers {
             if case .failure(let problem) = HeaderField.parse(header) { throw ValidationError("-H \(quoted(header)): \(problem)") }
         }
+        if let user, case .failure(let problem) = Credentials.parseUser(user) { throw ValidationError(problem.message) }
         for url in urls {
             if case .failure(let problem) = InputFile.validateURL(url) { throw ValidationError(problem.message) }
         }
@@ -266,6 +287,7 @@ struct GetCommand: AsyncParsableCommand {
         options.digestEverything = json
         options.tls = try tlsOptions(ProcessInfo.processInfo.environment)
         try applyRates(to: &options)
+        options.credentials = try credentials(ProcessInfo.processInfo.environment)
         return (BatchPlanner.plan(entries, options: options), options)
     }
 
