@@ -49,6 +49,8 @@ struct BatchOptions: Sendable {
     var overallRate: SharedRateLimit?
     /// `-u`, `--netrc`, `--netrc-file`, `-b`.
     var credentials = Credentials()
+    /// `-v`: request and response heads on standard error (Verbose.swift).
+    var verbose = false
 }
 
 /// One file of the batch, with everything decided before the first request. Kept small:

@@ -175,7 +175,9 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             total: options.timeout.map(Self.duration), idle: options.stallTimeout.map(Self.duration))
         request.tls = options.tls
         request.applyRates(options)  // --speed-limit, --limit-rate, --max-overall-rate (RateOptions.swift)
-        for header in requestHeaders(job) { request.addHeader(header.name, header.value) }
+        let fields = requestHeaders(job)
+        for header in fields { request.addHeader(header.name, header.value) }
+        if options.verbose { verbose(Verbose.requestLines(method: "GET", url: job.url, fields: fields)) }
         let operation = RequestOperation(request: request)
         operation.autoRetry = true
         if !options.retryDNS { operation.autoRetryErrorCodes.remove(.couldNotResolveHost) }
@@ -317,6 +319,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         switch result {
         case .success(let response):
             let status = response.status.code
+            if options.verbose { verbose(Verbose.responseLines(url: job.url, status: status, fields: response.headerFields)) }
             model.live[index].attempts = response.attempts
             if (200..<300).contains(status), response.fileURL != nil {
                 downloaded(job, status: status, attempts: response.attempts, digests: response.fileDigests)
@@ -444,6 +447,15 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     }
 
     // MARK: Helpers
+
+    /// `-v` lines: above the live area on a terminal, else straight to standard error.
+    private func verbose(_ lines: [String]) {
+        if display.usesTerminal {
+            for line in lines { display.note(line, model) }
+        } else {
+            Output.error(lines.map { Format.safe($0) + "\n" }.joined())
+        }
+    }
 
     /// `-H`, the entry's `header=` lines, the User-Agent, then the credentials for its URL (the fields the
     /// others do not already set).

@@ -172,6 +172,9 @@ struct GetCommand: AsyncParsableCommand {
             help: ArgumentHelp("Cookies: a Netscape cookie file (curl -c, wget --save-cookies), or 'name=value; …' sent to every URL.", valueName: "FILE|DATA"))
     var cookie: String?
 
+    @Flag(name: .shortAndLong, help: "Print each request's and final response's head on standard error, secrets (Authorization, Cookie, Set-Cookie, tokens, URL passwords) hidden.")
+    var verbose = false
+
     @Flag(help: "When done, print one JSON object on standard output (schema version 1, in docs/curlq.md): per URL its outcome (downloaded, resumed, skipped, failed, interrupted), reason and errorKind, paths that exist, status, bytes, sha256, attempts and seconds.")
     var json = false
 
@@ -288,6 +291,7 @@ struct GetCommand: AsyncParsableCommand {
         options.tls = try tlsOptions(ProcessInfo.processInfo.environment)
         try applyRates(to: &options)
         options.credentials = try credentials(ProcessInfo.processInfo.environment)
+        options.verbose = verbose
         return (BatchPlanner.plan(entries, options: options), options)
     }
 
