@@ -78,7 +78,7 @@ let package = Package(
         ),
         .target(
             name: "CurlQueueDurable",
-            dependencies: ["CurlQueue"],
+            dependencies: ["CurlQueue", .product(name: "HTTPTypes", package: "swift-http-types")],
             swiftSettings: strict
         ),
         // The system SQLite (3.37 or later: STRICT tables, RETURNING).
@@ -164,6 +164,13 @@ let package = Package(
             path: "Tests/CurlQueueDurableTestSupport",
             swiftSettings: strict
         ),
+        // Test-only: a durable worker in a process of its own, for the tests that kill it.
+        .executableTarget(
+            name: "DurableWorkerProbe",
+            dependencies: ["CurlQueue", "CurlQueueDurable", "CurlQueueSQLite"],
+            path: "Tests/DurableWorkerProbe",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "CurlQueueDurableTests",
             dependencies: [
@@ -172,6 +179,7 @@ let package = Package(
                 "CurlQueueSQLite",
                 "CurlQueueDurableTestSupport",
                 "CurlQueueTestHelpers",
+                "DurableWorkerProbe",
                 "CurlQueueTestSupport",
             ],
             swiftSettings: strict

@@ -176,7 +176,8 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
 
     public func register(_ worker: WorkerInfo) async throws {
         try await run { store in
-            let descriptor = try store.workerLocks.acquire(worker.id)
+            // Registering again (a worker declared dead comes back) keeps the lock it holds.
+            let descriptor = try store.heldLocks[worker.id] ?? store.workerLocks.acquire(worker.id)
             do {
                 let now = store.nowMilliseconds
                 try store.connection.query(

@@ -1,0 +1,71 @@
+import CurlQueue
+import Foundation
+
+extension DurableWorker {
+    /// The operation for a claimed job, with its completion feeding `continuation`; nil when
+    /// the request cannot be made (the outcome is sent at once then).
+    func makeOperation(_ job: ClaimedJob, continuation: AsyncStream<Event>.Continuation) async -> RequestOperation? {
+        let id = job.lease.job
+        let record = job.record
+        var extra: [JobRequest.Field] = []
+        if let credential = record.spec.credential {
+            let provider = registryCredentials()
+            do {
+                guard let provider else { throw CredentialUnavailable() }
+                extra += try await provider(credential, record)
+            } catch {
+                let reason = "credential \(credential) unavailable: \(error)"
+                let outcome: JobOutcome = record.attempt < record.spec.retry.maxAttempts
+                    ? .retry(reason: reason, at: Date().addingTimeInterval(record.spec.retry.backoff(afterAttempt: record.attempt, random: .random(in: 0..<1))))
+                    : .failed(reason: reason)
+                continuation.yield(.transferEnded(id, outcome, nil))
+                return nil
+            }
+        }
+        if let key = record.spec.idempotencyKey { extra.append(.init("Idempotency-Key", key)) }
+        let request: Request
+        switch record.spec.request.request(folder: configuration.folder, extraFields: extra) {
+        case .success(let made): request = made
+        case .failure(let error):
+            continuation.yield(.transferEnded(id, .failed(reason: error.description), nil))
+            return nil
+        }
+        let operation = RequestOperation(request: request)
+        operation.priority = RequestOperation.Priority(rawValue: record.spec.priority.rawValue) ?? .normal
+        operation.autoRetry = false  // retries go through the store, which keeps their schedule
+        operation.completionHandler = { result in
+            let outcome = Self.outcome(of: result, job: record, now: Date(), random: .random(in: 0..<1))
+            let response = try? result.get()
+            if let file = response?.fileURL {
+                Task {
+                    Self.flush(file)
+                    continuation.yield(.transferEnded(id, outcome, response))
+                }
+            } else {
+                continuation.yield(.transferEnded(id, outcome, response))
+            }
+        }
+        return operation
+    }
+
+    private func registryCredentials() -> CredentialProvider? {
+        credentialProvider()
+    }
+
+    /// The progress of the given running downloads: the bytes in their `.part` files.
+    func checkpoints(_ jobs: [ClaimedJob]) -> [JobID: Checkpoint] {
+        var result: [JobID: Checkpoint] = [:]
+        for job in jobs where job.recorded == nil {
+            guard let destination = job.record.spec.request.destination else { continue }
+            let part = configuration.folder.appendingPathComponent(destination).path + ".part"
+            var info = stat()
+            guard stat(part, &info) == 0 else { continue }
+            result[job.lease.job] = Checkpoint(bytes: Int64(info.st_size), node: configuration.node)
+        }
+        return result
+    }
+}
+
+struct CredentialUnavailable: Error, CustomStringConvertible {
+    var description: String { "no credential provider" }
+}

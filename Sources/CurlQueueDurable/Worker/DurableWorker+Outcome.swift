@@ -1,0 +1,51 @@
+import CurlQueue
+import Foundation
+
+extension DurableWorker {
+    /// What an attempt's result means for the store: a retryable status or a transport
+    /// failure is tried again after the job's backoff while attempts remain (through the store,
+    /// so the schedule survives a restart); a cancel is `.cancelled`; the rest is final.
+    static func outcome(
+        of result: Result<Response, RequestError>, job: JobRecord, now: Date, random: Double
+    ) -> JobOutcome {
+        let retry = job.spec.retry
+        let retryAt = now.addingTimeInterval(retry.backoff(afterAttempt: job.attempt, random: random))
+        let attemptsLeft = job.attempt < retry.maxAttempts
+        switch result {
+        case .success(let response):
+            let status = response.status.code
+            if retry.retryableStatuses.contains(status), attemptsLeft {
+                return .retry(reason: "HTTP \(status)", at: retryAt)
+            }
+            let destination = job.spec.request.destination
+            return .completed(JobResult(
+                status: status,
+                bytes: destination == nil ? Int64(response.body.count) : fileSize(response.fileURL),
+                file: response.fileURL == nil ? nil : destination,
+                sha256: response.fileDigests[.sha256],
+                body: destination == nil && response.body.count <= 1 << 20 ? response.body : nil))
+        case .failure(.cancelled):
+            return .cancelled(reason: "cancelled")
+        case .failure(let error) where error.transportFailure != nil && attemptsLeft:
+            return .retry(reason: error.description, at: retryAt)
+        case .failure(let error):
+            return .failed(reason: error.description)
+        }
+    }
+
+    private static func fileSize(_ url: URL?) -> Int64 {
+        guard let url, let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber else { return 0 }
+        return size.int64Value
+    }
+
+    /// Flushes a finished download and its folder's entry to disk, before `finish` records
+    /// it: a completion in the store never names a file a power loss can take back.
+    static func flush(_ url: URL) {
+        for path in [url.path, url.deletingLastPathComponent().path] {
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            fsync(descriptor)
+            close(descriptor)
+        }
+    }
+}

@@ -1,0 +1,305 @@
+/// The worker's decisions, as a value: events in, actions out, no I/O and no clock of its
+/// own (every event that depends on time carries the instant), so tests drive it step by
+/// step. ``DurableWorker`` performs the actions and feeds back their results.
+struct WorkerStateMachine {
+    typealias Instant = ContinuousClock.Instant
+
+    struct Settings {
+        /// The most jobs held at once: the local `RequestQueue`'s free slots.
+        var capacity: Int
+        var heartbeatInterval: Duration
+        /// No successful heartbeat for this long (from when the last good one was sent):
+        /// every transfer is stopped, nothing more is recorded. Shorter than the store's TTL.
+        var selfFence: Duration
+        var maintenanceInterval: Duration
+        /// How long a claim that found nothing waits before the next (a wakeup comes sooner).
+        var pollInterval: Duration
+    }
+
+    enum Phase: Equatable {
+        case running
+        /// Stopped claiming; transfers run until the deadline.
+        case draining(deadline: Instant)
+        /// The leases of unfinished jobs are being given back.
+        case releasing
+        case stopped
+    }
+
+    /// Why a transfer was cancelled by the worker.
+    enum Intent: Equatable {
+        /// The store asked (a cancel, a newer equal job): record `.cancelled`.
+        case cancelRequested
+        /// Stopping: give the job back, keep its `.part`.
+        case release
+        /// The lease is lost: record nothing.
+        case abandon
+    }
+
+    enum Stage: Equatable {
+        case transfer(intent: Intent?)
+        /// `finish` sent (or to send again, when `inFlight` is false).
+        case finishing(JobOutcome, inFlight: Bool)
+        case handling
+        case marking
+    }
+
+    struct Held: Equatable {
+        var lease: Lease
+        var stage: Stage
+        var claimedAt: Instant
+    }
+
+    enum Action: Equatable {
+        case claim(limit: Int)
+        case startTransfer(ClaimedJob)
+        case cancelTransfer(JobID)
+        case finish(Lease, JobOutcome)
+        case runHandler(JobID, JobOutcome)
+        case markHandled(Lease)
+        case heartbeat(jobs: [JobID])
+        case maintain
+        case release([Lease])
+        case reregister
+        case stopped
+    }
+
+    let settings: Settings
+    private(set) var phase = Phase.running
+    private(set) var held: [JobID: Held] = [:]
+    private var claiming = false
+    private var nextClaim: Instant
+    private var heartbeatSentAt: Instant?
+    private var lastGoodHeartbeat: Instant
+    private var nextMaintenance: Instant
+    private var releasing: [Lease] = []
+    private var deadlinePassed = false
+
+    init(settings: Settings, now: Instant) {
+        self.settings = settings
+        nextClaim = now
+        lastGoodHeartbeat = now
+        nextMaintenance = now
+    }
+
+    var isStopped: Bool { phase == .stopped }
+
+    // MARK: Events
+
+    /// Time passed: heartbeat, maintenance, polling, self-fencing, the drain deadline.
+    mutating func tick(now: Instant) -> [Action] {
+        var actions: [Action] = []
+        if phase == .stopped { return actions }
+        if now - lastGoodHeartbeat > settings.selfFence, heartbeatSentAt != nil || !held.isEmpty {
+            actions += abandonAll()
+        }
+        if heartbeatSentAt == nil, now - lastGoodHeartbeat >= settings.heartbeatInterval || now - lastGoodHeartbeat > settings.selfFence {
+            heartbeatSentAt = now
+            actions.append(.heartbeat(jobs: held.keys.sorted()))
+        }
+        if phase == .running, now >= nextMaintenance {
+            nextMaintenance = now + settings.maintenanceInterval
+            actions.append(.maintain)
+        }
+        for (id, job) in held.sorted(by: { $0.key < $1.key }) {
+            if case .finishing(let outcome, inFlight: false) = job.stage {
+                held[id]?.stage = .finishing(outcome, inFlight: true)
+                actions.append(.finish(job.lease, outcome))
+            }
+        }
+        if case .draining(let deadline) = phase, now >= deadline {
+            deadlinePassed = true
+            for (id, job) in held.sorted(by: { $0.key < $1.key }) {
+                if case .transfer(let intent) = job.stage, intent == nil || intent == .cancelRequested {
+                    held[id]?.stage = .transfer(intent: .release)
+                    actions.append(.cancelTransfer(id))
+                }
+            }
+        }
+        return actions + claimIfFree(now: now, polling: true) + settle()
+    }
+
+    /// The store may have work.
+    mutating func wakeup(now: Instant) -> [Action] {
+        nextClaim = now
+        return claimIfFree(now: now, polling: false)
+    }
+
+    mutating func claimed(_ jobs: [ClaimedJob], limit: Int, now: Instant) -> [Action] {
+        claiming = false
+        var actions: [Action] = []
+        for job in jobs {
+            let id = job.lease.job
+            if let recorded = job.recorded {
+                held[id] = Held(lease: job.lease, stage: .handling, claimedAt: now)
+                actions.append(.runHandler(id, recorded))
+            } else {
+                held[id] = Held(lease: job.lease, stage: .transfer(intent: nil), claimedAt: now)
+                actions.append(.startTransfer(job))
+            }
+        }
+        // A full batch: there may be more at once. Fewer: wait for a wakeup or the poll.
+        nextClaim = jobs.count >= limit ? now : now + settings.pollInterval
+        if phase != .running {
+            // Claimed while stopping: give them back untouched.
+            for job in jobs {
+                held[job.lease.job] = nil
+                releasing.append(job.lease)
+            }
+            return settle()
+        }
+        return actions + claimIfFree(now: now, polling: false)
+    }
+
+    mutating func claimFailed(now: Instant) -> [Action] {
+        claiming = false
+        nextClaim = now + settings.pollInterval
+        return settle()
+    }
+
+    /// A transfer ended with `outcome` (what its result means, decided by the worker).
+    mutating func transferEnded(_ id: JobID, outcome: JobOutcome, now: Instant) -> [Action] {
+        guard let job = held[id], case .transfer(let intent) = job.stage else { return [] }
+        switch intent {
+        case .abandon?:
+            held[id] = nil
+            return claimIfFree(now: now, polling: false) + settle()
+        case .release?:
+            if case .cancelled = outcome {
+                held[id] = nil
+                releasing.append(job.lease)
+                return settle()
+            }
+            // It finished before the cancel took: record it.
+            held[id]?.stage = .finishing(outcome, inFlight: true)
+            return [.finish(job.lease, outcome)]
+        case .cancelRequested?:
+            let recorded: JobOutcome = if case .cancelled = outcome { .cancelled(reason: "cancelled") } else { outcome }
+            held[id]?.stage = .finishing(recorded, inFlight: true)
+            return [.finish(job.lease, recorded)]
+        case nil:
+            held[id]?.stage = .finishing(outcome, inFlight: true)
+            return [.finish(job.lease, outcome)]
+        }
+    }
+
+    /// `finish` returned: `recorded` false means the lease was lost.
+    mutating func finished(_ id: JobID, recorded: Bool, now: Instant) -> [Action] {
+        guard let job = held[id], case .finishing(let outcome, _) = job.stage else { return [] }
+        if case .retry = outcome { held[id] = nil }
+        else if recorded {
+            held[id]?.stage = .handling
+            return [.runHandler(id, outcome)]
+        } else {
+            held[id] = nil
+        }
+        return claimIfFree(now: now, polling: false) + settle()
+    }
+
+    /// `finish` threw (the store is unreachable): sent again at the next tick.
+    mutating func finishFailed(_ id: JobID) -> [Action] {
+        guard let job = held[id], case .finishing(let outcome, _) = job.stage else { return [] }
+        held[id]?.stage = .finishing(outcome, inFlight: false)
+        return []
+    }
+
+    mutating func handlerReturned(_ id: JobID) -> [Action] {
+        guard let job = held[id], job.stage == .handling else { return [] }
+        held[id]?.stage = .marking
+        return [.markHandled(job.lease)]
+    }
+
+    mutating func marked(_ id: JobID, now: Instant) -> [Action] {
+        guard held[id]?.stage == .marking else { return [] }
+        held[id] = nil
+        return claimIfFree(now: now, polling: false) + settle()
+    }
+
+    /// The store answered the heartbeat sent at `sentAt`.
+    mutating func heartbeatReplied(_ reply: HeartbeatReply, sentAt: Instant, now: Instant) -> [Action] {
+        heartbeatSentAt = nil
+        switch reply {
+        case .declaredDead:
+            lastGoodHeartbeat = sentAt
+            return abandonAll() + [.reregister] + settle()
+        case .alive(let stillHeld, let cancelRequested):
+            lastGoodHeartbeat = sentAt
+            var actions: [Action] = []
+            for (id, job) in held.sorted(by: { $0.key < $1.key }) where job.claimedAt < sentAt {
+                if !stillHeld.contains(id) {
+                    actions += abandon(id)
+                } else if cancelRequested.contains(id), case .transfer(nil) = job.stage {
+                    held[id]?.stage = .transfer(intent: .cancelRequested)
+                    actions.append(.cancelTransfer(id))
+                }
+            }
+            return actions + settle()
+        }
+    }
+
+    mutating func heartbeatFailed(now: Instant) -> [Action] {
+        heartbeatSentAt = nil
+        return tick(now: now)
+    }
+
+    /// Stop claiming; let transfers run until `now + drain`, then give the rest back.
+    mutating func stop(now: Instant, drain: Duration) -> [Action] {
+        guard phase == .running else { return [] }
+        phase = .draining(deadline: now + drain)
+        return drain <= .zero ? tick(now: now) : settle()
+    }
+
+    /// The leases given back.
+    mutating func released() -> [Action] {
+        guard phase == .releasing else { return [] }
+        phase = .stopped
+        return [.stopped]
+    }
+
+    // MARK: Helpers
+
+    private mutating func claimIfFree(now: Instant, polling: Bool) -> [Action] {
+        guard phase == .running, !claiming, now >= nextClaim else { return [] }
+        let free = settings.capacity - held.count
+        guard free > 0 else { return [] }
+        claiming = true
+        return [.claim(limit: free)]
+    }
+
+    private mutating func abandon(_ id: JobID) -> [Action] {
+        guard let job = held[id] else { return [] }
+        if case .transfer(let intent) = job.stage {
+            if intent == .abandon { return [] }
+            held[id]?.stage = .transfer(intent: .abandon)
+            return [.cancelTransfer(id)]
+        }
+        // Finishing, handling or marking: its writes are fenced and will be refused.
+        held[id] = nil
+        return []
+    }
+
+    private mutating func abandonAll() -> [Action] {
+        releasing.removeAll()
+        return held.keys.sorted().flatMap { abandon($0) }
+    }
+
+    /// While stopping: once no transfer runs and nothing is being recorded, give back what is
+    /// left (handler-stage jobs included: another worker runs their handler) and stop.
+    private mutating func settle() -> [Action] {
+        guard case .draining = phase, !claiming else { return [] }
+        // Handlers run until the deadline; after it their jobs are given back with the rest.
+        let deadlinePassed = deadlinePassed
+        let busy = held.values.contains { job in
+            switch job.stage {
+            case .transfer, .finishing, .marking: true
+            case .handling: !deadlinePassed
+            }
+        }
+        if busy { return [] }
+        let handlerLeases = held.values.filter { $0.stage == .handling }.map(\.lease)
+        let leases = (releasing + handlerLeases).sorted { $0.job < $1.job }
+        held.removeAll()
+        releasing.removeAll()
+        phase = .releasing
+        return [.release(leases)]
+    }
+}

@@ -1,0 +1,253 @@
+public import CurlQueue
+public import Foundation
+
+/// Runs durable jobs from a ``JobStore`` in a ``CurlQueue/RequestQueue``.
+///
+/// The worker claims only as many jobs as its queue has slots
+/// (`maxConcurrentRequestCount`; 16 when that is 0), runs each as a `RequestOperation` there
+/// (priorities, per-host limits, resume as in memory), keeps its lease alive with a
+/// heartbeat, records each outcome with a fenced `finish`, then runs the handler registered
+/// for the job's kind (see ``DurableJob`` for what a handler may rely on) and marks it
+/// handled. It never claims a kind it has no handler for. Failed attempts are tried again
+/// through the store (`.retry` with the job's backoff), so a restart keeps the schedule, and
+/// a job that kills its worker each time fails once its attempts are spent.
+///
+/// The worker sets its queue's `allowDuplicateRequests` to true: equal jobs are the store's
+/// business (``JobSpec/DuplicatePolicy``). Give it a queue of its own.
+public final class DurableWorker: Sendable {
+    /// Settings of a worker.
+    public struct Configuration: Sendable {
+        /// The store queue to take jobs from.
+        public var queue: String = "default"
+        /// Downloads go under this folder (job destinations are relative to it).
+        public var folder: URL
+        /// This machine's name.
+        public var node: String = WorkerInfo.localNode
+        /// 15 s. Must be well under the store's worker TTL (60 s by default).
+        public var heartbeatInterval: Duration = .seconds(15)
+        /// 45 s: with no successful heartbeat for this long the worker stops every transfer and
+        /// records nothing more, before the store (TTL 60 s) gives its jobs to another.
+        public var selfFence: Duration = .seconds(45)
+        /// How often `maintain()` runs (promotion, rescue, pruning). 10 s.
+        public var maintenanceInterval: Duration = .seconds(10)
+        /// How long an idle worker waits between claims when no wakeup comes. 1 s.
+        public var pollInterval: Duration = .seconds(1)
+        public init(folder: URL) { self.folder = folder }
+    }
+
+    public let store: any JobStore
+    public let requestQueue: RequestQueue
+    public let configuration: Configuration
+    /// This worker's identity in the store.
+    public let info: WorkerInfo
+
+    private struct Registry {
+        var handlers: [String: DurableJobHandler] = [:]
+        var credentials: CredentialProvider?
+        var events: AsyncStream<Event>.Continuation?
+        var stopRequest: Duration?
+    }
+    private let registry = Locked(Registry())
+
+    enum Event: Sendable {
+        case tick
+        case wakeup
+        case claimed([ClaimedJob], limit: Int)
+        case claimFailed
+        case operationReady(JobID, RequestOperation)
+        case transferEnded(JobID, JobOutcome, Response?)
+        case finished(JobID, recorded: Bool)
+        case finishFailed(JobID)
+        case handlerReturned(JobID)
+        case marked(JobID)
+        case heartbeat(HeartbeatReply?, sentAt: ContinuousClock.Instant)
+        case released
+        case stop(Duration)
+    }
+
+    public init(store: any JobStore, requestQueue: RequestQueue, configuration: Configuration) {
+        self.store = store
+        self.requestQueue = requestQueue
+        self.configuration = configuration
+        info = WorkerInfo(node: configuration.node, pid: getpid())
+        requestQueue.allowDuplicateRequests = true
+    }
+
+    /// Registers the handler for jobs of `kind`. Call before ``run()``.
+    public func register(kind: String, handler: @escaping DurableJobHandler) {
+        registry.withLock { $0.handlers[kind] = handler }
+    }
+
+    /// Sets the provider that resolves jobs' credential references. Call before ``run()``.
+    public func setCredentialProvider(_ provider: @escaping CredentialProvider) {
+        registry.withLock { $0.credentials = provider }
+    }
+
+    func credentialProvider() -> CredentialProvider? {
+        registry.withLock { $0.credentials }
+    }
+
+    /// Asks the worker to stop: it claims nothing more, lets running transfers (and handlers)
+    /// run for up to `drain`, then cancels the rest and gives their jobs back to the store with
+    /// their `.part` files kept (a release does not count as an attempt). ``run()`` returns
+    /// once no job is held. Safe to call from any thread, at any time, more than once.
+    public func stop(drain: Duration = .seconds(30)) {
+        let events = registry.withLock { registry in
+            if registry.stopRequest == nil { registry.stopRequest = drain }
+            return registry.events
+        }
+        events?.yield(.stop(drain))
+    }
+
+    /// Registers with the store and runs until ``stop(drain:)`` has given every job back.
+    /// Throws only when the worker cannot register.
+    public func run() async throws {
+        try await store.register(info)
+        let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        let (handlers, pendingStop) = registry.withLock { registry in
+            registry.events = continuation
+            return (registry.handlers, registry.stopRequest)
+        }
+        let kinds = Set(handlers.keys)
+        let clock = ContinuousClock()
+        var machine = WorkerStateMachine(
+            settings: .init(
+                capacity: requestQueue.maxConcurrentRequestCount > 0 ? requestQueue.maxConcurrentRequestCount : 16,
+                heartbeatInterval: configuration.heartbeatInterval, selfFence: configuration.selfFence,
+                maintenanceInterval: configuration.maintenanceInterval, pollInterval: configuration.pollInterval),
+            now: clock.now)
+        let tick = min(configuration.pollInterval, configuration.heartbeatInterval / 3)
+        var operations: [JobID: RequestOperation] = [:]
+        var claims: [JobID: ClaimedJob] = [:]
+        var responses: [JobID: Response] = [:]
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // The sleep IS the event: the worker's timer (heartbeat, poll, deadlines).
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: tick)
+                    continuation.yield(.tick)
+                }
+            }
+            let wakeups = store.wakeups(queue: configuration.queue)
+            group.addTask {
+                for await _ in wakeups { continuation.yield(.wakeup) }
+            }
+            var actions = machine.tick(now: clock.now)
+            if let pendingStop { actions += machine.stop(now: clock.now, drain: pendingStop) }
+            perform(actions)
+            for await event in events {
+                let now = clock.now
+                switch event {
+                case .tick: actions = machine.tick(now: now)
+                case .wakeup: actions = machine.wakeup(now: now)
+                case .claimed(let jobs, let limit):
+                    for job in jobs { claims[job.lease.job] = job }
+                    actions = machine.claimed(jobs, limit: limit, now: now)
+                case .claimFailed: actions = machine.claimFailed(now: now)
+                case .operationReady(let id, let operation):
+                    actions = []
+                    if case .transfer(nil)? = machine.held[id]?.stage {
+                        operations[id] = operation
+                        do { try requestQueue.add(operation) } catch { operation.cancel() }
+                    } else {
+                        // Cancelled (or the lease lost) while it was being made: never started.
+                        continuation.yield(.transferEnded(id, .cancelled(reason: "cancelled"), nil))
+                    }
+                case .transferEnded(let id, let outcome, let response):
+                    operations[id] = nil
+                    responses[id] = response
+                    actions = machine.transferEnded(id, outcome: outcome, now: now)
+                case .finished(let id, let recorded): actions = machine.finished(id, recorded: recorded, now: now)
+                case .finishFailed(let id): actions = machine.finishFailed(id)
+                case .handlerReturned(let id): actions = machine.handlerReturned(id)
+                case .marked(let id): actions = machine.marked(id, now: now)
+                case .heartbeat(let reply?, let sentAt): actions = machine.heartbeatReplied(reply, sentAt: sentAt, now: now)
+                case .heartbeat(nil, _): actions = machine.heartbeatFailed(now: now)
+                case .released: actions = machine.released()
+                case .stop(let drain): actions = machine.stop(now: now, drain: drain)
+                }
+                for id in claims.keys where machine.held[id] == nil && operations[id] == nil {
+                    claims[id] = nil
+                    responses[id] = nil
+                }
+                perform(actions)
+                if machine.isStopped { break }
+            }
+            group.cancelAll()
+
+            func perform(_ actions: [WorkerStateMachine.Action]) {
+                for action in actions {
+                    switch action {
+                    case .claim(let limit):
+                        group.addTask { [store, configuration, info] in
+                            do {
+                                let jobs = try await store.claim(queue: configuration.queue, kinds: kinds, limit: limit, worker: info.id)
+                                continuation.yield(.claimed(jobs, limit: limit))
+                            } catch {
+                                continuation.yield(.claimFailed)
+                            }
+                        }
+                    case .startTransfer(let job):
+                        group.addTask { [self] in
+                            if let operation = await makeOperation(job, continuation: continuation) {
+                                continuation.yield(.operationReady(job.lease.job, operation))
+                            }
+                        }
+                    case .cancelTransfer(let id):
+                        operations[id]?.cancel()
+                    case .finish(let lease, let outcome):
+                        group.addTask { [store] in
+                            do {
+                                let recorded = try await store.finish(lease, outcome)
+                                continuation.yield(.finished(lease.job, recorded: recorded))
+                            } catch {
+                                continuation.yield(.finishFailed(lease.job))
+                            }
+                        }
+                    case .runHandler(let id, let outcome):
+                        guard let job = claims[id], let handler = handlers[job.record.spec.kind] else {
+                            continuation.yield(.handlerReturned(id))
+                            continue
+                        }
+                        let response = responses[id]
+                        var fileURL: URL?
+                        if case .completed(let result) = outcome, let file = result.file {
+                            fileURL = configuration.folder.appendingPathComponent(file)
+                        }
+                        let context = DurableJob(record: job.record, outcome: outcome, response: response, fileURL: fileURL)
+                        group.addTask {
+                            try? await handler(context)
+                            continuation.yield(.handlerReturned(id))
+                        }
+                    case .markHandled(let lease):
+                        group.addTask { [store] in
+                            _ = try? await store.markHandled(lease)
+                            continuation.yield(.marked(lease.job))
+                        }
+                    case .heartbeat(let jobs):
+                        let sentAt = clock.now
+                        let checkpoints = checkpoints(jobs.compactMap { claims[$0] })
+                        group.addTask { [store, info] in
+                            let reply = try? await store.heartbeat(info.id, checkpoints: checkpoints)
+                            continuation.yield(.heartbeat(reply, sentAt: sentAt))
+                        }
+                    case .maintain:
+                        group.addTask { [store] in _ = try? await store.maintain() }
+                    case .release(let leases):
+                        group.addTask { [store] in
+                            try? await store.release(leases)
+                            continuation.yield(.released)
+                        }
+                    case .reregister:
+                        group.addTask { [store, info] in try? await store.register(info) }
+                    case .stopped:
+                        break
+                    }
+                }
+            }
+        }
+        registry.withLock { $0.events = nil }
+        continuation.finish()
+        try? await store.unregister(info.id)
+    }
+}

@@ -1,0 +1,33 @@
+import CurlQueue
+import Foundation
+import HTTPTypes
+
+extension JobRequest {
+    /// The core request for this job, downloading under `folder`, with `extraFields` (a
+    /// resolved credential, the idempotency key) appended. Returns nil with a reason when it
+    /// cannot be made (the store checked it at enqueue; this checks again).
+    func request(folder: URL, extraFields: [Field]) -> Result<Request, JobSpecError> {
+        guard let url = URL(string: url) else { return .failure(.badURL(self.url)) }
+        guard let method = HTTPRequest.Method(method) else { return .failure(.badMethod(method)) }
+        var request = Request(url: url, method: method)
+        for field in headerFields + extraFields { request.addHeader(field.name, field.value) }
+        switch body {
+        case .inline(let data)?: request.body = .bytes(data)
+        case .file(let path)?: request.body = .file(URL(fileURLWithPath: path))
+        case nil: break
+        }
+        var core = Request.Timeouts()
+        if let connect = timeouts.connect { core.connect = .milliseconds(Int64(connect * 1000)) }
+        if let total = timeouts.total { core.total = .milliseconds(Int64(total * 1000)) }
+        if let idle = timeouts.idle { core.idle = .milliseconds(Int64(idle * 1000)) }
+        if let head = timeouts.head { core.head = .milliseconds(Int64(head * 1000)) }
+        request.timeouts = core
+        if let destination {
+            request.destination = folder.appendingPathComponent(destination)
+            request.resume = resume
+            request.fileDigests = [.sha256]
+        }
+        if let maxResponseBodySize { request.maxResponseBodySize = maxResponseBodySize }
+        return .success(request)
+    }
+}

@@ -1,0 +1,150 @@
+import CurlQueue
+import CurlQueueDurable
+import CurlQueueSQLite
+import CurlQueueTestHelpers
+import CurlQueueTestSupport
+import Foundation
+import Testing
+
+/// Durable workers in processes of their own, killed and started again: real processes, a
+/// real SQLite file, the fixture server, real files.
+@Suite struct DurableWorkerProcessTests {
+    static let probe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        .appendingPathComponent("DurableWorkerProbe")
+
+    func startProbe(_ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = Self.probe
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// Waits (on a thread of its own) for the process to exit, up to `timeout`; kills it past
+    /// that and reports it.
+    func exitStatus(_ process: Process, timeout: Duration = .seconds(120)) async throws -> Int32 {
+        let status: Int32? = try await offThePool {
+            let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
+            while process.isRunning, Date() < deadline { usleep(20_000) }  // the poll IS the wait for exit
+            return process.isRunning ? nil : process.terminationStatus
+        }
+        guard let status else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            Issue.record("the worker did not finish within \(timeout)")
+            return -1
+        }
+        return status
+    }
+
+    @Test func killedMidBatchThenRestartedCompletesEveryJobOnceWithResume() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let database = folder.appendingPathComponent("jobs.sqlite").path
+                let downloads = folder.appendingPathComponent("files")
+                try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
+                let store = try SQLiteJobStore(path: database)
+                var generator = SeededGenerator(seed: UInt64(Date().timeIntervalSince1970))
+                let sizes = (0..<12).map { _ in Int.random(in: 1 << 20...4 << 20, using: &generator) }
+                let specs = sizes.enumerated().map { index, size in
+                    JobSpec(kind: "download",
+                            request: JobRequest(url: server.baseURL + "/bytes/\(size)?chunk=32768&drip=10&job=\(index)",
+                                                destination: "f\(index).bin"))
+                }
+                let ids = try await store.enqueue(specs, queue: "default", order: .fifo).map(\.id)
+                @Sendable func partSizes() -> [String: Int] {
+                    let names = (try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? []
+                    var sizes: [String: Int] = [:]
+                    for name in names where name.hasSuffix(".part") {
+                        sizes[name] = (try? FileManager.default.attributesOfItem(atPath: downloads.path + "/" + name)[.size] as? Int) ?? 0
+                    }
+                    return sizes
+                }
+                // Two kills, each once this run of the worker has written 256 KiB more of some file.
+                for _ in 0..<2 {
+                    let before = partSizes()
+                    let worker = try startProbe(["run", database, downloads.path, "4"])
+                    let partial = try await offThePool { () -> Bool in
+                        for _ in 0..<3000 {  // bounded: 60 s
+                            if partSizes().contains(where: { $0.value > (before[$0.key] ?? 0) + 256 * 1024 }) { return true }
+                            usleep(20_000)  // the poll IS the wait for bytes on disk
+                        }
+                        return false
+                    }
+                    #expect(partial, "a download was under way")
+                    usleep(UInt32.random(in: 0..<300_000, using: &generator))  // a random moment
+                    kill(worker.processIdentifier, SIGKILL)
+                    worker.waitUntilExit()
+                    #expect(worker.terminationReason == .uncaughtSignal)
+                }
+                let interrupted = Set(try FileManager.default.contentsOfDirectory(atPath: downloads.path)
+                    .filter { $0.hasSuffix(".part") }.map { String($0.dropLast(5)) })
+                #expect(!interrupted.isEmpty)
+                let last = try startProbe(["run", database, downloads.path, "4"])
+                #expect(try await exitStatus(last) == 0)
+
+                let records = try await store.jobs(JobFilter(limit: 100))
+                #expect(records.count == ids.count)
+                for record in records {
+                    #expect(record.state == .completed, "job \(record.id): \(record.lastError ?? "")")
+                    #expect(record.handled)
+                    guard case .completed(let result)? = record.outcome else { continue }
+                    let index = Int(record.spec.request.destination!.dropFirst().dropLast(4))!
+                    #expect(result.bytes == Int64(sizes[index]))
+                    let data = try Data(contentsOf: downloads.appendingPathComponent(record.spec.request.destination!))
+                    #expect(data == Data(FixtureServer.expectedBytes(count: sizes[index])), "f\(index).bin byte-identical")
+                }
+                // The interrupted downloads were resumed with Range, not fetched again whole.
+                for name in interrupted {
+                    let index = name.dropFirst().dropLast(4)
+                    let ranged = server.requests.filter { $0.uri.hasSuffix("job=\(index)") }
+                        .contains { $0.headers.contains { $0.name.lowercased() == "range" } }
+                    #expect(ranged, "\(name) resumed with Range")
+                }
+                #expect(try !FileManager.default.contentsOfDirectory(atPath: downloads.path).contains { $0.hasSuffix(".part") })
+            }
+        }
+    }
+
+    @Test func aJobThatKillsItsWorkerEachTimeFailsAfterItsAttempts() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let database = folder.appendingPathComponent("jobs.sqlite").path
+                let store = try SQLiteJobStore(path: database)
+                let poison = JobSpec(kind: "download", request: JobRequest(url: server.baseURL + "/bytes/10"),
+                                     retry: JobRetryPolicy(maxAttempts: 2), credential: "crash")
+                let fine = JobSpec(kind: "download", request: JobRequest(url: server.baseURL + "/bytes/20", destination: "ok.bin"),
+                                   priority: .low)
+                let ids = try await store.enqueue([poison, fine], queue: "default", order: .fifo).map(\.id)
+                var statuses: [Int32] = []
+                for _ in 0..<4 {  // bounded: two crashes, then a run that finishes
+                    let status = try await exitStatus(try startProbe(["run", database, folder.path, "1"]))
+                    statuses.append(status)
+                    if status == 0 { break }
+                }
+                #expect(statuses.count == 3 && statuses.last == 0, "\(statuses)")
+                let records = Dictionary(uniqueKeysWithValues: try await store.jobs(JobFilter()).map { ($0.id, $0) })
+                #expect(records[ids[0]]?.state == .failed)
+                #expect(records[ids[0]]?.attempt == 2)
+                #expect(records[ids[1]]?.state == .completed)
+            }
+        }
+    }
+
+    @Test func twoProcessesOpeningAnEmptyFileCreateTheSchemaOnce() async throws {
+        try await withFolder { folder in
+            for round in 0..<5 {
+                let database = folder.appendingPathComponent("jobs\(round).sqlite").path
+                let first = try startProbe(["open", database])
+                let second = try startProbe(["open", database])
+                #expect(try await exitStatus(first) == 0)
+                #expect(try await exitStatus(second) == 0)
+                let store = try SQLiteJobStore(path: database)
+                let id = try await store.enqueue([JobSpec(kind: "k", request: JobRequest(url: "http://127.0.0.1/x"))],
+                                                 queue: "q", order: .fifo)[0].id
+                #expect(id == 1)
+            }
+        }
+    }
+}

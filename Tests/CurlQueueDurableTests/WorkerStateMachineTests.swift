@@ -1,0 +1,129 @@
+import CurlQueue
+@testable import CurlQueueDurable
+import Foundation
+import Testing
+
+/// The worker's decisions, driven step by step with an injected clock.
+@Suite struct WorkerStateMachineTests {
+    typealias Machine = WorkerStateMachine
+    let start = ContinuousClock().now
+    let settings = Machine.Settings(
+        capacity: 2, heartbeatInterval: .seconds(15), selfFence: .seconds(45), maintenanceInterval: .seconds(10),
+        pollInterval: .seconds(1))
+
+    func job(_ id: JobID, token: Int64 = 1, recorded: JobOutcome? = nil) -> ClaimedJob {
+        let spec = JobSpec(kind: "download", request: JobRequest(url: "http://127.0.0.1/\(id)"))
+        let date = Date(timeIntervalSince1970: 1_000_000)
+        let record = JobRecord(id: id, queue: "q", spec: spec, state: .running, attempt: 1, runAt: date, createdAt: date)
+        return ClaimedJob(lease: Lease(job: id, token: token), record: record, recorded: recorded)
+    }
+
+    let done = JobOutcome.completed(JobResult(status: 200, bytes: 1))
+
+    @Test func claimsOnlyFreeSlotsAndRecordsBeforeTheHandler() {
+        var machine = Machine(settings: settings, now: start)
+        #expect(machine.tick(now: start) == [.maintain, .claim(limit: 2)], "registered just now: no heartbeat yet")
+        #expect(machine.claimed([job(1)], limit: 2, now: start) == [.startTransfer(job(1))], "fewer than asked: wait")
+        #expect(machine.wakeup(now: start) == [.claim(limit: 1)], "one slot left")
+        #expect(machine.wakeup(now: start) == [], "one claim at a time")
+        #expect(machine.claimed([job(2)], limit: 1, now: start) == [.startTransfer(job(2))])
+        #expect(machine.wakeup(now: start) == [], "no free slot")
+        #expect(machine.transferEnded(1, outcome: done, now: start) == [.finish(Lease(job: 1, token: 1), done)])
+        #expect(machine.finished(1, recorded: true, now: start) == [.runHandler(1, done)], "the handler after the record")
+        #expect(machine.wakeup(now: start) == [], "the slot is held until the handler returns")
+        #expect(machine.handlerReturned(1) == [.markHandled(Lease(job: 1, token: 1))])
+        #expect(machine.marked(1, now: start) == [.claim(limit: 1)])
+    }
+
+    @Test func aLostLeaseRecordsNothingAndRunsNoHandler() {
+        var machine = Machine(settings: settings, now: start)
+        _ = machine.tick(now: start)
+        _ = machine.claimed([job(1)], limit: 2, now: start)
+        _ = machine.transferEnded(1, outcome: done, now: start)
+        #expect(machine.finished(1, recorded: false, now: start + .seconds(2)) == [.claim(limit: 2)])
+        #expect(machine.held.isEmpty)
+    }
+
+    @Test func heartbeatRepliesCancelAndAbandon() {
+        var machine = Machine(settings: settings, now: start)
+        _ = machine.tick(now: start)
+        _ = machine.heartbeatReplied(.alive(held: [], cancelRequested: []), sentAt: start, now: start)
+        _ = machine.claimed([job(1), job(2)], limit: 2, now: start + .seconds(1))
+        let later = start + .seconds(15)
+        #expect(machine.tick(now: later) == [.heartbeat(jobs: [1, 2]), .maintain])
+        // 1 was asked to cancel, 2 is no longer ours.
+        let actions = machine.heartbeatReplied(.alive(held: [1], cancelRequested: [1]), sentAt: later, now: later)
+        #expect(actions == [.cancelTransfer(1), .cancelTransfer(2)])
+        let cancelled = JobOutcome.cancelled(reason: "cancelled")
+        #expect(machine.transferEnded(1, outcome: cancelled, now: later) == [.finish(Lease(job: 1, token: 1), cancelled)])
+        #expect(machine.transferEnded(2, outcome: cancelled, now: later) == [.claim(limit: 1)], "abandoned: nothing recorded")
+    }
+
+    @Test func aJobClaimedAfterTheHeartbeatWasSentIsNotLost() {
+        var machine = Machine(settings: settings, now: start)
+        _ = machine.tick(now: start)  // heartbeat sent at `start`
+        _ = machine.claimed([job(1)], limit: 2, now: start + .milliseconds(5))
+        #expect(machine.heartbeatReplied(.alive(held: [], cancelRequested: []), sentAt: start, now: start + .milliseconds(9)) == [])
+        #expect(machine.held[1] != nil)
+    }
+
+    @Test func noGoodHeartbeatForTheSelfFenceStopsEveryTransfer() {
+        var machine = Machine(settings: settings, now: start)
+        _ = machine.tick(now: start)
+        _ = machine.heartbeatReplied(.alive(held: [], cancelRequested: []), sentAt: start, now: start)
+        _ = machine.claimed([job(1)], limit: 2, now: start)
+        _ = machine.tick(now: start + .seconds(15))
+        _ = machine.heartbeatFailed(now: start + .seconds(16))
+        #expect(!machine.tick(now: start + .seconds(44)).contains(.cancelTransfer(1)), "within the fence")
+        #expect(machine.tick(now: start + .seconds(46)).contains(.cancelTransfer(1)))
+        let ended = machine.transferEnded(1, outcome: done, now: start + .seconds(46))
+        #expect(!ended.contains { if case .finish = $0 { true } else { false } }, "nothing recorded")
+        #expect(machine.held.isEmpty)
+    }
+
+    @Test func declaredDeadAbandonsAndRegistersAgain() {
+        var machine = Machine(settings: settings, now: start)
+        _ = machine.tick(now: start)
+        _ = machine.claimed([job(1)], limit: 2, now: start)
+        #expect(machine.heartbeatReplied(.declaredDead, sentAt: start, now: start) == [.cancelTransfer(1), .reregister])
+    }
+
+    @Test func stopDrainsThenReleasesWhatIsLeft() {
+        var machine = Machine(settings: settings, now: start)
+        _ = machine.tick(now: start)
+        _ = machine.claimed([job(1), job(2)], limit: 2, now: start)
+        #expect(machine.stop(now: start, drain: .seconds(30)) == [])
+        _ = machine.transferEnded(1, outcome: done, now: start + .seconds(1))
+        #expect(machine.finished(1, recorded: true, now: start + .seconds(1)) == [.runHandler(1, done)], "no claim while stopping")
+        #expect(machine.handlerReturned(1) == [.markHandled(Lease(job: 1, token: 1))])
+        #expect(machine.marked(1, now: start + .seconds(2)) == [])
+        #expect(machine.tick(now: start + .seconds(31)).contains(.cancelTransfer(2)), "past the deadline")
+        let cancelled = JobOutcome.cancelled(reason: "cancelled")
+        #expect(machine.transferEnded(2, outcome: cancelled, now: start + .seconds(31)) == [.release([Lease(job: 2, token: 1)])])
+        #expect(machine.released() == [.stopped])
+        #expect(machine.isStopped)
+    }
+
+    @Test func aTransferThatEndsAsTheDeadlinePassesIsRecorded() {
+        var machine = Machine(settings: settings, now: start)
+        _ = machine.tick(now: start)
+        _ = machine.claimed([job(1)], limit: 2, now: start)
+        _ = machine.stop(now: start, drain: .zero)
+        #expect(machine.transferEnded(1, outcome: done, now: start) == [.finish(Lease(job: 1, token: 1), done)])
+    }
+
+    @Test func outcomes() {
+        let claimed = job(1)
+        var record = claimed.record
+        record.spec.retry = JobRetryPolicy(maxAttempts: 2, initialBackoff: 10, jitter: 0)
+        let now = Date(timeIntervalSince1970: 1000)
+        let failure = RequestError.transport(TransportFailure(code: .init(rawValue: 7), message: "refused"))
+        #expect(DurableWorker.outcome(of: .failure(failure), job: record, now: now, random: 0)
+            == .retry(reason: failure.description, at: now.addingTimeInterval(10)))
+        record.attempt = 2
+        #expect(DurableWorker.outcome(of: .failure(failure), job: record, now: now, random: 0) == .failed(reason: failure.description))
+        #expect(DurableWorker.outcome(of: .failure(.cancelled), job: record, now: now, random: 0) == .cancelled(reason: "cancelled"))
+        #expect(DurableWorker.outcome(of: .failure(.invalidRequest("x")), job: record, now: now, random: 0)
+            == .failed(reason: RequestError.invalidRequest("x").description))
+    }
+}
