@@ -30,6 +30,17 @@ extension DurableWorker {
             continuation.yield(.transferEnded(id, .failed(reason: error.description), nil))
             return nil
         }
+        if let destination = request.destination {
+            // The job's folders under the worker's (validated at enqueue: no `..`, not absolute).
+            do {
+                try FileManager.default.createDirectory(
+                    at: destination.deletingLastPathComponent(), withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
+            } catch {
+                continuation.yield(.transferEnded(id, .failed(reason: "cannot create the folder of \(destination.path): \(error)"), nil))
+                return nil
+            }
+        }
         let operation = RequestOperation(request: request)
         operation.priority = RequestOperation.Priority(rawValue: record.spec.priority.rawValue) ?? .normal
         operation.autoRetry = false  // retries go through the store, which keeps their schedule
