@@ -197,12 +197,13 @@ let package = Package(
             swiftSettings: strict
         ),
     ]
-    + ["BatchDownload", "PriorityDaemon", "DownloadProgress", "APIClient"].map { name in
+    + ["BatchDownload", "PriorityDaemon", "DownloadProgress", "APIClient", "DurableDaemon"].map { name in
         // Examples/: small programs for the four uses, built by CI so they never rot.
         .executableTarget(
             name: name,
             dependencies: ["CurlQueue", "CurlQueueDemoServer", .product(name: "Logging", package: "swift-log")]
-                + (name == "APIClient" ? ["CurlQueueClient"] : []),
+                + (name == "APIClient" ? ["CurlQueueClient"] : [])
+                + (name == "DurableDaemon" ? ["CurlQueueDurable", "CurlQueueSQLite"] : []),
             path: "Examples/\(name)",
             swiftSettings: strict
         )
