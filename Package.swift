@@ -110,6 +110,8 @@ let package = Package(
             dependencies: [
                 "CurlQueue",
                 "CurlQueueDemoServer",
+                "CurlQueueDurable",
+                "CurlQueueSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ],
@@ -181,6 +183,7 @@ let package = Package(
                 "CurlQueueTestHelpers",
                 "DurableWorkerProbe",
                 "CurlQueueTestSupport",
+                "curlq",
             ],
             swiftSettings: strict
         ),

@@ -23,7 +23,7 @@ struct Curlq: AsyncParsableCommand {
             130 interrupted (SIGINT), 143 terminated (SIGTERM). Manual: docs/curlq.md.
             """,
         version: VersionText.full,
-        subcommands: [GetCommand.self, DemoCommand.self]
+        subcommands: [GetCommand.self, DemoCommand.self, DaemonCommand.self, EnqueueCommand.self, StatusCommand.self, CancelCommand.self]
     )
 
     /// Like ArgumentParser's own `main`, except that every usage error exits with status 2

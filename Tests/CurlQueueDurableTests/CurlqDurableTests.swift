@@ -1,0 +1,117 @@
+import CurlQueueTestHelpers
+import CurlQueueTestSupport
+import Foundation
+import Testing
+
+/// `curlq enqueue | daemon | status | cancel` as a user runs them: the built executable, a
+/// store file, the fixture server.
+@Suite struct CurlqDurableTests {
+    static let curlq = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("curlq")
+
+    func curlq(_ arguments: [String]) async throws -> (output: String, status: Int32) {
+        let process = Process()
+        process.executableURL = Self.curlq
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        return try await runToEnd(process)
+    }
+
+    func status(_ store: String) async throws -> [String: Any] {
+        let output = try await curlq(["status", "--store", store, "--json"]).output
+        return try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any] ?? [:]
+    }
+
+    /// Polls `curlq status` until `done` holds for its counts (bounded: 60 s).
+    func waitForCounts(_ store: String, _ done: ([String: Int]) -> Bool) async throws -> Bool {
+        for _ in 0..<300 {
+            if done(try await status(store)["counts"] as? [String: Int] ?? [:]) { return true }
+            try await Task.sleep(for: .milliseconds(200))  // the sleep IS the poll of the store
+        }
+        return false
+    }
+
+    /// Waits (on a thread of its own) for the process to exit, up to `timeout`; kills it past
+    /// that and reports it.
+    func exitStatus(_ process: Process, timeout: Duration) async throws -> Int32 {
+        let status: Int32? = try await offThePool {
+            let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
+            while process.isRunning, Date() < deadline { usleep(20_000) }  // the poll IS the wait for exit
+            return process.isRunning ? nil : process.terminationStatus
+        }
+        guard let status else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            Issue.record("curlq did not exit within \(timeout)")
+            return -1
+        }
+        return status
+    }
+
+    @Test func aDaemonStoppedWithSIGTERMGivesJobsBackAndTheNextOneResumesThem() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let store = "sqlite:" + folder.appendingPathComponent("jobs.db").path
+                let files = folder.appendingPathComponent("files")
+                let size = 2 << 20
+                let urls = (0..<2).map { server.baseURL + "/bytes/\(size + $0)?chunk=16384&drip=40" }  // two names
+                let enqueued = try await curlq(["enqueue", "--store", store] + urls)
+                #expect(enqueued.status == 0)
+                #expect(enqueued.output == "1\n2\n")
+
+                func startDaemon() throws -> Process {
+                    let daemon = Process()
+                    daemon.executableURL = Self.curlq
+                    daemon.arguments = ["daemon", "--store", store, "-d", files.path, "-j", "2", "--drain-timeout", "0", "-q"]
+                    try daemon.run()
+                    return daemon
+                }
+                let first = try startDaemon()
+                let started = try await offThePool { () -> Bool in
+                    for _ in 0..<1500 {  // bounded: 30 s
+                        let names = (try? FileManager.default.contentsOfDirectory(atPath: files.path)) ?? []
+                        if names.filter({ $0.hasSuffix(".part") }).count == 2 { return true }
+                        usleep(20_000)  // the poll IS the wait for the files
+                    }
+                    return false
+                }
+                #expect(started)
+                kill(first.processIdentifier, SIGTERM)
+                #expect(try await exitStatus(first, timeout: .seconds(30)) == 0, "drained and exited")
+                let afterStop = try await status(store)
+                #expect(afterStop["counts"] as? [String: Int] == ["available": 2], "given back, none left running")
+                let jobs = afterStop["jobs"] as? [[String: Any]] ?? []
+                #expect(jobs.allSatisfy { $0["attempt"] as? Int == 0 })
+
+                let second = try startDaemon()
+                let finished = try await waitForCounts(store) { $0 == ["completed": 2] }
+                kill(second.processIdentifier, SIGTERM)
+                #expect(try await exitStatus(second, timeout: .seconds(30)) == 0)
+                #expect(finished)
+                for url in urls {
+                    let ranged = server.requests.filter { url.hasSuffix($0.uri) }
+                        .contains { $0.headers.contains { $0.name.lowercased() == "range" } }
+                    #expect(ranged, "\(url) resumed with Range")
+                }
+            }
+        }
+    }
+
+    @Test func enqueueRefusesSecretsAndCancelTakesIdsAndURLs() async throws {
+        try await withFolder { folder in
+            let store = "sqlite:" + folder.appendingPathComponent("jobs.db").path
+            let input = folder.appendingPathComponent("urls.txt")
+            try "http://127.0.0.1:9/a\n    header=Authorization: Bearer s3cr3t\nhttp://127.0.0.1:9/b\n".write(to: input, atomically: true, encoding: .utf8)
+            let refused = try await curlq(["enqueue", "--store", store, "-i", input.path])
+            #expect(refused.status == 2)
+            #expect(try await status(store)["counts"] as? [String: Int] == [:], "nothing stored")
+
+            #expect(try await curlq(["enqueue", "--store", store, "http://127.0.0.1:9/a", "http://127.0.0.1:9/b"]).status == 0)
+            let byID = try await curlq(["cancel", "--store", store, "1"])
+            #expect(byID.output == "1 cancelled\n")
+            let byURL = try await curlq(["cancel", "--store", store, "http://127.0.0.1:9/b"])
+            #expect(byURL.output == "2 cancelled\n")
+            #expect(try await curlq(["cancel", "--store", store, "3"]).status == 1, "nothing to cancel")
+            #expect(try await status(store)["counts"] as? [String: Int] == ["cancelled": 2])
+        }
+    }
+}
