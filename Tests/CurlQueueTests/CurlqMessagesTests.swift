@@ -60,8 +60,8 @@ import Glibc
             #expect(report["attempts"] as? Int == 1, "\(report)")
             #expect(!once.stderr.contains("retry "), "\(once.stderr)")
             #expect(once.stderr.contains("file: the host name 'nowhere.invalid' does not resolve (DNS); check its spelling"), "\(once.stderr)")
-            // Functional bound: the five default retries would wait 0.25 + 0.5 + 1 + 2 + 4 s at least.
-            #expect(once.seconds < 5, "\(once.seconds) s")
+            // No wall-clock bound (a loaded machine took 11 s to start and run curlq): one attempt
+            // and no retry line are what "at once" means, where five retries waited 7 s and more.
 
             let retried = try await runCurlq("get", "-d", folder.path, "--json", "--progress", "lines", "--retries", "1", "--retry-dns",
                                              "http://nowhere.invalid/file")
