@@ -132,6 +132,28 @@ import Testing
         }
     }
 
+    @Test func aKilledWorkersJobsAreRescuedAtOnceThroughItsLockNotAfterTheTTL() async throws {
+        try await withFolder { folder in
+            let database = folder.appendingPathComponent("jobs.sqlite").path
+            let store = try SQLiteJobStore(path: database)  // TTL 60 s; the clock does not move
+            let specs = (0..<2).map { JobSpec(kind: "download", request: JobRequest(url: "http://127.0.0.1:9/\($0)")) }
+            _ = try await store.enqueue(specs, queue: "default", order: .fifo)
+            let holder = try startProbe(["hold", database])
+            var held = false
+            for _ in 0..<300 {  // bounded: 60 s
+                if try await store.counts(queue: "default")[.running] == 2 { held = true; break }
+                try await Task.sleep(for: .milliseconds(200))  // the sleep IS the poll of the store
+            }
+            #expect(held)
+            #expect(try await store.maintain().rescued == 0, "alive: its lock is held")
+            kill(holder.processIdentifier, SIGKILL)
+            holder.waitUntilExit()
+            let report = try await store.maintain()
+            #expect(report.rescued == 2 && report.deadWorkers.count == 1, "rescued at once, within the TTL")
+            #expect(try await store.counts(queue: "default") == [.available: 2])
+        }
+    }
+
     @Test func twoProcessesOpeningAnEmptyFileCreateTheSchemaOnce() async throws {
         try await withFolder { folder in
             for round in 0..<5 {

@@ -1,6 +1,8 @@
 // A test helper: a durable worker in a process of its own, for the tests that kill it.
 //
 //   DurableWorkerProbe open DB           opens (creating) the store and exits
+//   DurableWorkerProbe hold DB           registers a worker, claims every job of "default" and
+//                                        waits to be killed (no heartbeat)
 //   DurableWorkerProbe run DB FOLDER N   runs a worker (N slots) on queue "default" until every
 //                                        job is final and handled, then exits 0. Handled jobs are
 //                                        appended to FOLDER/handled.log; a job whose credential
@@ -19,6 +21,12 @@ let store = try SQLiteJobStore(path: arguments[2])
 if arguments[1] == "open" {
     print("opened")
     exit(0)
+}
+if arguments[1] == "hold" {
+    let me = WorkerInfo(node: WorkerInfo.localNode, pid: getpid())
+    try await store.register(me)
+    _ = try await store.claim(queue: "default", kinds: ["download"], limit: 1000, worker: me.id)
+    while true { sleep(3600) }  // held until the test kills the process
 }
 let folder = URL(fileURLWithPath: arguments[3])
 let queue = RequestQueue(maxConcurrentRequestCount: Int(arguments[4]) ?? 4)
