@@ -195,9 +195,10 @@ import Testing
 
     /// A pending operation stays small (a queue may hold 100,000): moving the outcome and the
     /// progress filter into the machine did not grow it (250 bytes before, with the outcome
-    /// boxed beside the machine; 248 after); the boxed cause of the last retry added 8.
+    /// boxed beside the machine; 248 after; 256 with `lastRetried`; 240 with the one-byte
+    /// fields packed after the machine). A new field fits in the bound or is boxed.
     @Test func anOperationsStateDoesNotGrow() {
-        #expect(MemoryLayout<RequestOperation.State>.size <= 256, "\(MemoryLayout<RequestOperation.State>.size) bytes")
+        #expect(MemoryLayout<RequestOperation.State>.size <= 248, "\(MemoryLayout<RequestOperation.State>.size) bytes")
     }
 
     /// Random event sequences: whatever happens, exactly one completion.

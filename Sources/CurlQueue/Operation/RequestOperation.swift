@@ -46,10 +46,14 @@ public final class RequestOperation: Sendable {
 
     struct State {
         var machine = StateMachine<Attempt>()
+        // The one-byte fields right after the machine, whose size (66) leaves 6 bytes before
+        // the next 8-byte field: between 8-byte fields each took 8 (a pending operation is
+        // small: a queue may hold 100,000 of them).
+        var autoRetry = false
+        var priority = Priority.normal
         var completionHandler: (@Sendable (Result<Response, RequestError>) -> Void)?
         var uploadProgressHandler: (@Sendable (TransferProgress) -> Void)?
         var downloadProgressHandler: (@Sendable (TransferProgress) -> Void)?
-        var autoRetry = false
         var autoRetryErrorCodes = CurlCode.connectivityErrors
         /// Boxed, and absent while it is the default: a pending operation is small (a queue
         /// may hold 100,000 of them).
@@ -58,7 +62,6 @@ public final class RequestOperation: Sendable {
             set { customRetryPolicy = newValue == RetryPolicy() ? nil : SharedValue(newValue) }
         }
         private var customRetryPolicy: SharedValue<RetryPolicy>?
-        var priority = Priority.normal
         var callbackQueue = RequestOperation.defaultCallbackQueue
         /// Tasks awaiting the outcome. Each is resumed exactly once — by ``deliver(_:)``, which
         /// takes them all out under the lock, or at once by ``addWaiter(_:)`` when the outcome
