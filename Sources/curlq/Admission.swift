@@ -1,3 +1,4 @@
+import CurlQueue
 import Foundation
 import HeapModule
 
@@ -112,12 +113,9 @@ struct Admission {
         heads.insert(Head(rank: rank[waiting[origin][next[origin]]], origin: origin))
     }
 
-    /// The origin a per-host limit counts by, as `RequestQueue` counts it: scheme, host, port.
-    static func origin(of url: URL) -> String {
-        let scheme = url.scheme?.lowercased() ?? ""
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
-    }
+    /// The origin a per-host limit counts by: the queue's own, so that a file admitted here is
+    /// never one the queue would park at its host's limit.
+    static func origin(of url: URL) -> String { RequestQueue.origin(of: url) }
 }
 
 /// The head of an origin with jobs waiting and a free slot: ordered by the rank of its first

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Runs ``RequestOperation``s with a limit on how many run at once, in first-in-first-out or
 /// last-in-first-out order within three priorities, with suspension and duplicate cancellation.
@@ -293,8 +293,10 @@ public final class RequestQueue: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// The origin per-host limits count by: scheme, host and port.
-    static func origin(of url: URL) -> String {
+    /// The origin per-host limits count by: scheme, host and port. `package`: curlq's
+    /// `Admission` applies the same limit before a file reaches the queue, and must count by
+    /// the same origin.
+    package static func origin(of url: URL) -> String {
         origin(scheme: url.scheme, host: url.host, port: url.port)
     }
 
