@@ -15,18 +15,29 @@ import Glibc
         try await withServer { server in
             try await withFolder { folder in
                 // The first URL to a host answers at once: transfers to a host wait for its first
-                // answer before opening more connections, and the delayed ones must overlap.
+                // answer before opening more connections. The others are held at a gate until two
+                // are in flight at once (an event, not a delay that a loaded machine may outlast):
+                // with -j 2 the third cannot start before one of them ends.
                 let warmUp = server.url("/bytes/1").absoluteString
-                let slow = (1...4).map { server.url("/bytes/1000?delay=300&n=\($0)").absoluteString }
-                let two = try await curlq(["get", "-d", folder.appendingPathComponent("a").path, "-j", "2", warmUp] + slow)
-                #expect(two.status == 0, "\(two)")
+                let held = (1...4).map { server.url("/gate/two?n=\($0)").absoluteString }
+                let two = try CurlqProcess(["get", "-d", folder.appendingPathComponent("a").path, "-j", "2", warmUp] + held)
+                try await server.waitForRequests(pathPrefix: "/gate/two", count: 2)
+                server.openGate("two")
+                let twoRun = await two.finish()
+                #expect(twoRun.status == 0, "\(twoRun)")
                 #expect(server.peakConcurrency == 2)
 
                 server.resetStatistics()
                 let local = { (url: String) in url.replacingOccurrences(of: "127.0.0.1", with: "localhost") }
-                let twoHosts = [warmUp, local(warmUp)] + slow[0...1] + slow[2...3].map(local)
-                let perHost = try await curlq(["get", "-d", folder.appendingPathComponent("b").path, "-j", "4", "--per-host", "1"] + twoHosts)
-                #expect(perHost.status == 0, "\(perHost)")
+                let perHostURLs = (1...4).map { server.url("/gate/host?n=\($0)").absoluteString }
+                let twoHosts = [warmUp, local(warmUp)] + perHostURLs[0...1] + perHostURLs[2...3].map(local)
+                let perHost = try CurlqProcess(["get", "-d", folder.appendingPathComponent("b").path, "-j", "4", "--per-host", "1"] + twoHosts)
+                try await server.waitForRequests(pathPrefix: "/gate/host", count: 2)
+                let firstTwo = server.requests.filter { $0.path == "/gate/host" }.compactMap { $0.header("Host") }
+                #expect(Set(firstTwo.prefix(2).map { $0.hasPrefix("localhost") }).count == 2, "one per host: \(firstTwo)")
+                server.openGate("host")
+                let perHostRun = await perHost.finish()
+                #expect(perHostRun.status == 0, "\(perHostRun)")
                 #expect(server.peakConcurrency == 2, "one transfer per host, two hosts")
 
                 // -j 0: five gated requests all in flight at once. Each goes to a server of its own,
