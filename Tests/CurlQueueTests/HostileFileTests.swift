@@ -22,8 +22,6 @@ import Glibc
         async let outcome = completion(of: operation)
         let unrelated = RequestOperation(request: Request(url: server.url("/bytes/10?unrelated=1")))
         let opened = LockedBox<[Int32]>([])
-        let clock = ContinuousClock()
-        let started = clock.now
         let finished = await withTaskGroup(of: Bool.self) { group in
             group.addTask { (try? await unrelated.response()) != nil }
             group.addTask {
@@ -40,7 +38,6 @@ import Glibc
             return first
         }
         #expect(finished, "an unrelated request did not complete in 10 s: the engine thread was blocked")
-        #expect(clock.now - started < .seconds(10))
         let result = await outcome
         for descriptor in opened.value where descriptor >= 0 { close(descriptor) }
         return result
