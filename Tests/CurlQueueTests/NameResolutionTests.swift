@@ -61,7 +61,7 @@ import Testing
         let folder = try makeTemporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let conf = folder.appendingPathComponent("resolv.conf").path
-        try "nameserver \(nameserver)\noptions timeout:5 attempts:1\n".write(toFile: conf, atomically: true, encoding: .utf8)
+        try "nameserver \(nameserver)\noptions timeout:12 attempts:1\n".write(toFile: conf, atomically: true, encoding: .utf8)
         let (output, status) = try await DiskErrorTests.shell("""
             unshare --mount sh -c 'mount --bind \(conf) /etc/resolv.conf || exit 3
                 exec \(DiskErrorTests.probe) --stalled-resolve \(mode) \(nameserver) \(server.url("/bytes/10?unrelated=1").absoluteString)'
@@ -77,28 +77,29 @@ import Testing
 
     /// A transfer cancelled while its name is being resolved leaves the resolver's thread to
     /// finish alone: the cancel completes at once, and a request to 127.0.0.1 made meanwhile goes
-    /// through within 2 s (the resolver would hold the engine thread 5 s).
+    /// through within 5 s (the resolver would hold the engine thread 12 s; the margin is for a
+    /// loaded machine).
     @Test(.enabled("needs root and a private mount namespace") { await canStallTheResolver() })
     func aCancelWhileResolvingNeverHoldsTheEngine() async throws {
         try await withServer { (server) async throws in
             let report = try await stalledResolve("cancel", nameserver: "127.0.0.77", server: server)
             #expect(report["unrelated"] == "200", "\(report)")
-            #expect(Double(report["unrelatedSeconds"] ?? "") ?? 99 < 2, "\(report)")
+            #expect(Double(report["unrelatedSeconds"] ?? "") ?? 99 < 5, "\(report)")
             #expect(report["stalled"] == "cancelled", "\(report)")
-            #expect(Double(report["stalledSeconds"] ?? "") ?? 99 < 2, "\(report)")
+            #expect(Double(report["stalledSeconds"] ?? "") ?? 99 < 5, "\(report)")
         }
     }
 
     /// The connect limit (1 s) fires while the name is being resolved: the transfer times out
-    /// after about 1 s, not after the resolver's 5 s, and a request made meanwhile goes through.
+    /// after about 1 s, not after the resolver's 12 s, and a request made meanwhile goes through.
     @Test(.enabled("needs root and a private mount namespace") { await canStallTheResolver() })
     func aConnectLimitFiringWhileResolvingNeverHoldsTheEngine() async throws {
         try await withServer { (server) async throws in
             let report = try await stalledResolve("timeout", nameserver: "127.0.0.78", server: server)
             #expect(report["unrelated"] == "200", "\(report)")
-            #expect(Double(report["unrelatedSeconds"] ?? "") ?? 99 < 2, "\(report)")
+            #expect(Double(report["unrelatedSeconds"] ?? "") ?? 99 < 5, "\(report)")
             #expect(report["stalled"]?.hasPrefix("timed") == true, "\(report)")
-            #expect(Double(report["stalledSeconds"] ?? "") ?? 99 < 3, "\(report)")
+            #expect(Double(report["stalledSeconds"] ?? "") ?? 99 < 6, "\(report)")
         }
     }
 }
