@@ -5,43 +5,6 @@ import CurlQueueTestSupport
 import Foundation
 import Testing
 
-/// A finished run of the `curlq` binary built beside the tests: its exit status and output.
-struct CurlqFeatureRun: CustomStringConvertible {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-    var description: String { "status \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
-
-    /// Runs `curlq arguments…` to its end, standard input from /dev/null, output into files
-    /// (read once it exited: the wait is for the process's termination).
-    static func run(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> CurlqFeatureRun {
-        let folder = try makeTemporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let out = folder.appendingPathComponent("stdout"), err = folder.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("curlq")
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["NO_COLOR"] = "1"
-        environment.merge(extra) { $1 }
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        return CurlqFeatureRun(status: status, stdout: try String(contentsOf: out, encoding: .utf8),
-                               stderr: try String(contentsOf: err, encoding: .utf8))
-    }
-}
-
 /// `-u`, `--netrc-file` and `-b`: what is sent, to whom, and that it is never shown.
 @Suite struct CurlqCredentialsTests {
     static let password = "pa55-w0rd-SECRET"
@@ -112,7 +75,7 @@ struct CurlqFeatureRun: CustomStringConvertible {
             try await withServer { other in
                 try await withFolder { folder in
                     let target = other.url("/bytes/20").absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-                    let run = try await CurlqFeatureRun.run([
+                    let run = try await curlq([
                         "get", "-d", folder.path, "--json", "-u", "alice:\(Self.password)",
                         server.url("/redirect?to=\(target)").absoluteString, server.url("/status/404").absoluteString,
                     ])
@@ -142,7 +105,7 @@ struct CurlqFeatureRun: CustomStringConvertible {
                     try Data("127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\tabc123\n".utf8).write(to: cookies)
                     let downloads = folder.appendingPathComponent("downloads")
                     let target = other.url("/bytes/20").absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-                    let run = try await CurlqFeatureRun.run([
+                    let run = try await curlq([
                         "get", "-d", downloads.path, "--netrc-file", netrc.path, "-b", cookies.path,
                         server.url("/redirect?to=\(target)").absoluteString,
                     ])
@@ -153,11 +116,11 @@ struct CurlqFeatureRun: CustomStringConvertible {
                     let hop = try #require(other.requests.first)
                     #expect(hop.header("Authorization") == nil && hop.header("Cookie") == nil)
 
-                    let missing = try await CurlqFeatureRun.run([
+                    let missing = try await curlq([
                         "get", "-d", downloads.path, "--netrc-file", folder.appendingPathComponent("none").path, server.url("/bytes/1").absoluteString,
                     ])
                     #expect(missing.status == 2 && missing.stderr.contains("netrc file"), "\(missing)")
-                    let prompt = try await CurlqFeatureRun.run(["get", "-d", downloads.path, "-u", "alice", server.url("/bytes/1").absoluteString])
+                    let prompt = try await curlq(["get", "-d", downloads.path, "-u", "alice", server.url("/bytes/1").absoluteString])
                     #expect(prompt.status == 2 && prompt.stderr.contains("user:password"), "\(prompt)")
                     #expect(server.requests.count == 1)
                 }

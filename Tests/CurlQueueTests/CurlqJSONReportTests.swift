@@ -14,11 +14,11 @@ import Testing
                 try Data("old".utf8).write(to: folder.appendingPathComponent("there"))
                 // The first 1,000 bytes of /bytes/3000, left by an earlier run: -c resumes them.
                 try Data(FixtureServer.expectedBytes(count: 3000).prefix(1000)).write(to: folder.appendingPathComponent("3000.part"))
-                let run = try await withRefusedPort { port in
-                    try await runCurlq("get", "-d", folder.path, "--json", "-q", "--retries", "0", "-c",
-                                       server.url("/bytes/1234").absoluteString, server.url("/bytes/3000").absoluteString,
-                                       server.url("/status/404").absoluteString, "http://127.0.0.1:\(port)/refused",
-                                       "http://nowhere.invalid/dns", server.url("/there").absoluteString)
+                let run = try await withRefusingPort { port in
+                    try await curlq("get", "-d", folder.path, "--json", "-q", "--retries", "0", "-c",
+                                   server.url("/bytes/1234").absoluteString, server.url("/bytes/3000").absoluteString,
+                                   server.url("/status/404").absoluteString, "http://127.0.0.1:\(port)/refused",
+                                   "http://nowhere.invalid/dns", server.url("/there").absoluteString)
                 }
                 #expect(run.status == 1, "\(run)")
                 let object = try run.json()
@@ -54,12 +54,12 @@ import Testing
     @Test func anInterruptedFileNamesItsPartialFile() async throws {
         try await withServer { server in
             try await withFolder { folder in
-                let process = try MessagesProcess(["get", "-d", folder.path, "--json", "-q",
-                                                   server.url("/bytes/100000?stallAfter=30000").absoluteString])
+                let process = try CurlqProcess(["get", "-d", folder.path, "--json", "-q",
+                                                server.url("/bytes/100000?stallAfter=30000").absoluteString])
                 let part = folder.appendingPathComponent("100000.part").path
                 try await server.waitForRequests(pathPrefix: "/bytes/", count: 1)
                 // The server sends 30,000 bytes and stops: wait for them on disk.
-                #expect(await waitForGrowth(part, atLeast: 30_000))
+                #expect(await waitForFile(part, atLeast: 30_000, timeout: 30))
                 process.send(SIGINT)
                 let run = await process.finish()
                 #expect(run.status == 130, "\(run)")

@@ -15,7 +15,7 @@ import Glibc
             try await withFolder { folder in
                 let url = server.url("/bytes/10").absoluteString
                 func agent(_ arguments: String...) async throws -> String? {
-                    let run = try await runCurlq(["get", "-q", "--overwrite", "-d", folder.path] + arguments + [url])
+                    let run = try await curlq(["get", "-q", "--overwrite", "-d", folder.path] + arguments + [url])
                     #expect(run.status == 0, "\(run)")
                     return server.requests.last?.header("User-Agent")
                 }
@@ -23,7 +23,7 @@ import Glibc
                 #expect(try await agent("-A", "Mozilla/5.0 (X11)") == "Mozilla/5.0 (X11)")
                 #expect(try await agent("--user-agent", "mine/1", "-H", "User-Agent: byhand/2") == "byhand/2")
                 #expect(try await agent("-A", "") == nil)
-                let bad = try await runCurlq("get", "-A", "a\u{1}b", url)
+                let bad = try await curlq("get", "-A", "a\u{1}b", url)
                 #expect(bad.status == 2 && bad.stderr.contains("-A/--user-agent"), "\(bad)")
             }
         }
@@ -34,11 +34,11 @@ import Glibc
     @Test func retryLinesSayWhyAndWhen() async throws {
         try await withServer { server in
             try await withFolder { folder in
-                let flaky = try await runCurlq("get", "-d", folder.path, "--progress", "lines", server.url("/flaky/r?failures=1").absoluteString)
+                let flaky = try await curlq("get", "-d", folder.path, "--progress", "lines", server.url("/flaky/r?failures=1").absoluteString)
                 #expect(flaky.status == 0, "\(flaky)")
                 #expect(flaky.stderr.contains(/retry    r  retrying in \d+\.\ds \(attempt 2 of 6\): HTTP 503 Service Unavailable\n/), "\(flaky.stderr)")
-                let refused = try await withRefusedPort { port in
-                    try await runCurlq("get", "-d", folder.path, "--progress", "lines", "--retries", "1", "http://127.0.0.1:\(port)/closed")
+                let refused = try await withRefusingPort { port in
+                    try await curlq("get", "-d", folder.path, "--progress", "lines", "--retries", "1", "http://127.0.0.1:\(port)/closed")
                 }
                 #expect(refused.status == 1, "\(refused)")
                 #expect(refused.stderr.contains(/retry    closed  retrying in \d+\.\ds \(attempt 2 of 2\): could not connect/), "\(refused.stderr)")
@@ -54,7 +54,7 @@ import Glibc
     /// resolve (RFC 6761), and the resolver says so in milliseconds here, network or not.
     @Test func aHostThatDoesNotResolveFailsAtOnceUnlessRetryDNS() async throws {
         try await withFolder { folder in
-            let once = try await runCurlq("get", "-d", folder.path, "--json", "--progress", "lines", "http://nowhere.invalid/file")
+            let once = try await curlq("get", "-d", folder.path, "--json", "--progress", "lines", "http://nowhere.invalid/file")
             #expect(once.status == 1, "\(once)")
             let report = try #require(try once.jsonFiles().first)
             #expect(report["attempts"] as? Int == 1, "\(report)")
@@ -63,8 +63,8 @@ import Glibc
             // No wall-clock bound (a loaded machine took 11 s to start and run curlq): one attempt
             // and no retry line are what "at once" means, where five retries waited 7 s and more.
 
-            let retried = try await runCurlq("get", "-d", folder.path, "--json", "--progress", "lines", "--retries", "1", "--retry-dns",
-                                             "http://nowhere.invalid/file")
+            let retried = try await curlq("get", "-d", folder.path, "--json", "--progress", "lines", "--retries", "1", "--retry-dns",
+                                         "http://nowhere.invalid/file")
             #expect(retried.status == 1)
             #expect(try retried.jsonFiles().first?["attempts"] as? Int == 2, "\(retried)")
             #expect(retried.stderr.contains("(attempt 2 of 2): the host name 'nowhere.invalid' does not resolve (DNS)\n"), "\(retried.stderr)")
@@ -77,8 +77,8 @@ import Glibc
     @Test func aCILogGetsAProgressLinePerRunningFile() async throws {
         try await withServer { server in
             try await withFolder { folder in
-                let process = try MessagesProcess(["get", "-d", folder.path, "--progress", "lines", "--progress-interval", "0.5",
-                                                   server.url("/bytes/300000?drip=100&chunk=10000").absoluteString])
+                let process = try CurlqProcess(["get", "-d", folder.path, "--progress", "lines", "--progress-interval", "0.5",
+                                                server.url("/bytes/300000?drip=100&chunk=10000").absoluteString])
                 #expect(await process.waitForError(containing: "progress 300000  "), "no progress line came")
                 let run = await process.finish()
                 #expect(run.status == 0, "\(run)")
@@ -113,7 +113,7 @@ import Glibc
                     cases.append((["-d", locked.path], "cannot write into the folder '\(locked.path)': Permission denied"))
                 }
                 for (arguments, message) in cases {
-                    let run = try await runCurlq(["get"] + arguments + [url])
+                    let run = try await curlq(["get"] + arguments + [url])
                     #expect(run.status == 2, "\(arguments): \(run)")
                     #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
                     #expect(!run.stderr.contains("NSCocoaErrorDomain") && !run.stderr.contains("Error"), "\(run.stderr)")
@@ -129,10 +129,10 @@ import Glibc
     @Test func noInternalNamesInMessages() async throws {
         try await withServer { server in
             try await withFolder { folder in
-                let run = try await withRefusedPort { port in
-                    try await runCurlq("get", "-d", folder.path, "--retries", "0", "--json", "--progress", "lines",
-                                       server.url("/status/404").absoluteString, "http://127.0.0.1:\(port)/refused",
-                                       "http://nowhere.invalid/dns", server.url("/flaky/dropped?failures=1&mode=close").absoluteString)
+                let run = try await withRefusingPort { port in
+                    try await curlq("get", "-d", folder.path, "--retries", "0", "--json", "--progress", "lines",
+                                   server.url("/status/404").absoluteString, "http://127.0.0.1:\(port)/refused",
+                                   "http://nowhere.invalid/dns", server.url("/flaky/dropped?failures=1&mode=close").absoluteString)
                 }
                 #expect(run.status == 1, "\(run)")
                 for name in ["CURLE_", "NSCocoaErrorDomain", "error 512", "RequestError", "TransportFailure", "CurlCode", "Optional(", "transport("] {
@@ -149,8 +149,8 @@ import Glibc
         try await withServer { server in
             try await withFolder { folder in
                 let waiting = (1...12).map { server.url("/bytes/\($0)").absoluteString }
-                let process = try MessagesProcess(["get", "-d", folder.path, "-j", "1", "--progress", "lines",
-                                                   server.url("/gate/never").absoluteString] + waiting)
+                let process = try CurlqProcess(["get", "-d", folder.path, "-j", "1", "--progress", "lines",
+                                                server.url("/gate/never").absoluteString] + waiting)
                 try await server.waitForRequests(pathPrefix: "/gate/", count: 1)
                 process.send(SIGINT)
                 let run = await process.finish()
@@ -168,7 +168,7 @@ import Glibc
     @Test func ctrlZRestoresTheCursorAndContinueRedraws() async throws {
         try await withServer { server in
             try await withFolder { folder in
-                let process = try MessagesProcess(["get", "-d", folder.path, "--progress", "bar", server.url("/gate/never").absoluteString])
+                let process = try CurlqProcess(["get", "-d", folder.path, "--progress", "bar", server.url("/gate/never").absoluteString])
                 try await server.waitForRequests(pathPrefix: "/gate/", count: 1)
                 #expect(await process.waitForError(containing: Terminal.hideCursor))
                 process.send(SIGTSTP)
@@ -191,25 +191,10 @@ import Glibc
     }
 }
 
-/// A port bound on 127.0.0.1 but not listening: connecting to it is refused, for `body`'s time.
-func withRefusedPort<T>(_ body: (Int) async throws -> T) async throws -> T {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw POSIXError(.EADDRINUSE) }
-    return try await body(Int(UInt16(bigEndian: address.sin_port)))
-}
-
 /// `curlq --version`, as `curl -V`: curlq's version, libcurl's, its TLS library, protocols, features.
 @Suite struct CurlqVersionTests {
     @Test func versionNamesLibcurlItsTLSLibraryAndFeatures() async throws {
-        let run = try await runCurlq("--version")
+        let run = try await curlq("--version")
         #expect(run.status == 0, "\(run)")
         let lines = run.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("curlq \(CurlqVersion.number) (libcurl/") == true, "\(run.stdout)")
@@ -223,7 +208,7 @@ func withRefusedPort<T>(_ body: (Int) async throws -> T) async throws -> T {
 @Suite struct CurlqEnvironmentTests {
     @Test func completionScriptsForBashZshAndFish() async throws {
         for shell in ["bash", "zsh", "fish"] {
-            let run = try await runCurlq("--generate-completion-script", shell)
+            let run = try await curlq("--generate-completion-script", shell)
             #expect(run.status == 0, "\(shell): \(run)")
             #expect(run.stdout.contains("user-agent") && run.stdout.contains("retry-dns"), "\(shell)")
         }
@@ -235,11 +220,11 @@ func withRefusedPort<T>(_ body: (Int) async throws -> T) async throws -> T {
         try await withServer { server in
             try await withFolder { folder in
                 let proxy = "http://127.0.0.1:\(server.port)"
-                let run = try await runCurlq(["get", "-d", folder.path, "--retries", "0", "http://through-proxy.invalid/bytes/10"],
-                                             environment: ["http_proxy": proxy, "NO_PROXY": ""])
+                let run = try await curlq(["get", "-d", folder.path, "--retries", "0", "http://through-proxy.invalid/bytes/10"],
+                                          environment: ["http_proxy": proxy, "NO_PROXY": ""])
                 #expect(server.requests.contains { $0.uri.hasPrefix("http://through-proxy.invalid/") }, "\(run) \(server.requests.map(\.uri))")
-                let skipped = try await runCurlq(["get", "-d", folder.path, "--retries", "0", "--overwrite", "http://through-proxy.invalid/bytes/10"],
-                                                 environment: ["http_proxy": proxy, "NO_PROXY": "through-proxy.invalid"])
+                let skipped = try await curlq(["get", "-d", folder.path, "--retries", "0", "--overwrite", "http://through-proxy.invalid/bytes/10"],
+                                              environment: ["http_proxy": proxy, "NO_PROXY": "through-proxy.invalid"])
                 #expect(skipped.stderr.contains("does not resolve"), "NO_PROXY was not honoured: \(skipped)")
             }
         }

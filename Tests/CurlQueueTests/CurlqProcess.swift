@@ -40,18 +40,22 @@ struct CurlqRun: CustomStringConvertible {
 }
 
 /// A running `curlq`, started with `posix_spawn`; it reports its own peak memory at exit.
-final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is immutable; results arrive once through continuations
+/// Its standard error is read as it comes, so that a test can wait for a line (an event:
+/// `waitForError`) rather than sleep.
+final class CurlqProcess: @unchecked Sendable {  // safe: `pid` and the pipes are immutable; the mutable `stderrText` and `stderrClosed` are guarded by `lock`
     let pid: pid_t
     private let stdoutPipe: Int32
-    private let stderrPipe: Int32
     private let started = Date()
+    private let lock = NSCondition()
+    private var stderrText = ""
+    private var stderrClosed = false
 
     static var executable: String {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("curlq").path
     }
 
     /// Starts `curlq arguments…` in `directory`, with `input` on its standard input
-    /// (else /dev/null) and NO_COLOR set.
+    /// (else /dev/null), NO_COLOR set and `environment` added.
     init(_ arguments: [String], input: Data? = nil, in directory: URL? = nil, environment extra: [String: String] = [:]) throws {
         // Socket pairs made close-on-exec atomically, so that a curlq started at the same time
         // by another test cannot inherit them (and hold this one's output open).
@@ -103,7 +107,6 @@ final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is immutable; re
         }
         self.pid = pid
         self.stdoutPipe = out.read
-        self.stderrPipe = err.read
         let writer = stdin.write
         Thread {
             if let input {
@@ -118,9 +121,63 @@ final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is immutable; re
             }
             close(writer)
         }.start()
+        let errorPipe = err.read
+        Thread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = read(errorPipe, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                lock.lock()
+                if count <= 0 {
+                    stderrClosed = true
+                } else {
+                    stderrText += String(decoding: buffer[0..<count], as: UTF8.self)
+                }
+                lock.broadcast()
+                lock.unlock()
+                if count <= 0 { break }
+            }
+            close(errorPipe)
+        }.start()
     }
 
     func send(_ signal: Int32) { kill(pid, signal) }
+
+    /// Standard error so far (without the peak memory line).
+    func errorSoFar() async -> String { lock.withLock { Self.withoutMemoryReport(stderrText) } }
+
+    /// Waits until the process has stopped (SIGSTOP, SIGTSTP…), leaving the notice for `finish`.
+    func waitUntilStopped() async -> Bool {
+        let pid = self.pid
+        return await withCheckedContinuation { continuation in
+            Thread {
+                var info = siginfo_t()
+                var result: Int32
+                repeat { result = waitid(P_PID, id_t(pid), &info, WSTOPPED | WNOWAIT) } while result < 0 && errno == EINTR
+                continuation.resume(returning: result == 0 && info.si_code == CLD_STOPPED)
+            }.start()
+        }
+    }
+
+    /// Waits until standard error holds `text` (true), or ends or `timeout` passes without it.
+    func waitForError(containing text: String, timeout: Double = 30) async -> Bool {
+        await waitForError(timeout: timeout) { $0.contains(text) }
+    }
+
+    /// Waits until standard error so far (without the peak memory line) satisfies `test`
+    /// (true), or ends or `timeout` passes.
+    func waitForError(timeout: Double = 30, _ test: @escaping @Sendable (String) -> Bool) async -> Bool {
+        await withCheckedContinuation { continuation in
+            Thread { [self] in
+                let deadline = Date().addingTimeInterval(timeout)
+                lock.lock()
+                while !test(Self.withoutMemoryReport(stderrText)), !stderrClosed, lock.wait(until: deadline) {}
+                let found = test(Self.withoutMemoryReport(stderrText))
+                lock.unlock()
+                continuation.resume(returning: found)
+            }.start()
+        }
+    }
 
     /// curlq's own VmHWM, from the line `CURLQ_REPORT_PEAK_MEMORY` makes it print at exit
     /// (`rusage` cannot tell: a child's `ru_maxrss` counts this test process's memory too).
@@ -138,7 +195,6 @@ final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is immutable; re
     /// Waits for the process to exit (killing it after `timeout` seconds) and collects its output.
     func finish(timeout: Double = 90) async -> CurlqRun {
         async let stdout = Self.readAll(stdoutPipe)
-        async let stderr = Self.readAll(stderrPipe)
         let pid = self.pid
         let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
@@ -150,12 +206,28 @@ final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is immutable; re
             }.start()
         }
         watchdog.cancel()
+        let output = await stdout
+        await untilErrorClosed()
+        let stderr = lock.withLock { stderrText }
         let signalled = status & 0x7F != 0
         return CurlqRun(
             status: signalled ? 128 + (status & 0x7F) : (status >> 8) & 0xFF, killedBySignal: signalled,
-            stdout: await stdout, stderr: Self.withoutMemoryReport(await stderr),
-            peakMemoryKiB: Self.peakMemoryKiB(reportedIn: await stderr),
+            stdout: output, stderr: Self.withoutMemoryReport(stderr),
+            peakMemoryKiB: Self.peakMemoryKiB(reportedIn: stderr),
             seconds: Date().timeIntervalSince(started))
+    }
+
+    /// Waits until the reader of standard error has seen it closed (every copy of the pipe's
+    /// write end gone: curlq's, and any child's it left behind).
+    private func untilErrorClosed() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread { [self] in
+                lock.lock()
+                while !stderrClosed { lock.wait() }
+                lock.unlock()
+                continuation.resume()
+            }.start()
+        }
     }
 
     private static func readAll(_ descriptor: Int32) async -> String {
@@ -176,13 +248,16 @@ final class CurlqProcess: @unchecked Sendable {  // safe: `pid` is immutable; re
     }
 }
 
-/// Runs `curlq` to its end.
-func curlq(_ arguments: String..., input: String? = nil, in directory: URL? = nil) async throws -> CurlqRun {
-    try await CurlqProcess(arguments, input: input.map { Data($0.utf8) }, in: directory).finish()
+/// Runs `curlq arguments…` to its end: standard input `input` (else /dev/null), in `directory`,
+/// with `environment` added to this process's.
+func curlq(_ arguments: [String], input: String? = nil, in directory: URL? = nil,
+           environment: [String: String] = [:]) async throws -> CurlqRun {
+    try await CurlqProcess(arguments, input: input.map { Data($0.utf8) }, in: directory, environment: environment).finish()
 }
 
-func curlq(_ arguments: [String], input: String? = nil) async throws -> CurlqRun {
-    try await CurlqProcess(arguments, input: input.map { Data($0.utf8) }).finish()
+func curlq(_ arguments: String..., input: String? = nil, in directory: URL? = nil,
+           environment: [String: String] = [:]) async throws -> CurlqRun {
+    try await curlq(arguments, input: input, in: directory, environment: environment)
 }
 
 /// Waits, woken by inotify, until the file at `path` holds at least `bytes` bytes.

@@ -12,7 +12,7 @@ import Testing
                 var withUser = URLComponents(url: server.url("/bytes/20"), resolvingAgainstBaseURL: false)!
                 withUser.user = "bob"
                 withUser.password = secrets[4]
-                let run = try await CurlqFeatureRun.run([
+                let run = try await curlq([
                     "get", "-v", "--json", "-d", folder.path, "-u", "alice:\(secrets[0])", "-b", "sid=\(secrets[1])",
                     "-H", "X-Api-Key: \(secrets[2])", "-H", "X-Plain: shown",
                     server.url("/set-cookie?session_token=\(secrets[3])").absoluteString, withUser.string!,
