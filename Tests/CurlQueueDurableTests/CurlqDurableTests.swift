@@ -6,7 +6,7 @@ import Testing
 /// `curlq enqueue | daemon | status | cancel` as a user runs them: the built executable, a
 /// store file, the fixture server.
 @Suite struct CurlqDurableTests {
-    static let curlq = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("curlq")
+    static let curlq = builtProduct("curlq")
 
     func curlq(_ arguments: [String]) async throws -> (output: String, status: Int32) {
         let process = Process()
@@ -30,17 +30,9 @@ import Testing
         return false
     }
 
-    /// Waits (on a thread of its own) for the process to exit, up to `timeout`; kills it past
-    /// that and reports it.
+    /// The process's exit status; one that does not exit within `timeout` is killed and reported.
     func exitStatus(_ process: Process, timeout: Duration) async throws -> Int32 {
-        let status: Int32? = try await offThePool {
-            let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
-            while process.isRunning, Date() < deadline { usleep(20_000) }  // the poll IS the wait for exit
-            return process.isRunning ? nil : process.terminationStatus
-        }
-        guard let status else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+        guard let status = try await waitForExit(of: process, within: timeout) else {
             Issue.record("curlq did not exit within \(timeout)")
             return -1
         }

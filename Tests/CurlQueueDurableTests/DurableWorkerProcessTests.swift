@@ -9,8 +9,7 @@ import Testing
 /// Durable workers in processes of their own, killed and started again: real processes, a
 /// real SQLite file, the fixture server, real files.
 @Suite struct DurableWorkerProcessTests {
-    static let probe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        .appendingPathComponent("DurableWorkerProbe")
+    static let probe = builtProduct("DurableWorkerProbe")
 
     func startProbe(_ arguments: [String]) throws -> Process {
         let process = Process()
@@ -24,17 +23,9 @@ import Testing
         return process
     }
 
-    /// Waits (on a thread of its own) for the process to exit, up to `timeout`; kills it past
-    /// that and reports it.
+    /// The worker's exit status; one that does not finish within `timeout` is killed and reported.
     func exitStatus(_ process: Process, timeout: Duration = .seconds(120)) async throws -> Int32 {
-        let status: Int32? = try await offThePool {
-            let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
-            while process.isRunning, Date() < deadline { usleep(20_000) }  // the poll IS the wait for exit
-            return process.isRunning ? nil : process.terminationStatus
-        }
-        guard let status else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+        guard let status = try await waitForExit(of: process, within: timeout) else {
             Issue.record("the worker did not finish within \(timeout)")
             return -1
         }

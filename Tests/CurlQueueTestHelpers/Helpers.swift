@@ -101,12 +101,32 @@ public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) 
     }
 }
 
+/// The executable `name` built alongside the tests (SwiftPM puts it in the tests' build folder).
+public func builtProduct(_ name: String) -> URL {
+    URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
+}
+
+/// Waits (on a thread of its own) for the started `process` to exit, up to `timeout`, and
+/// returns its exit status; past `timeout` it kills the process, reaps it and returns nil.
+public func waitForExit(of process: Process, within timeout: Duration) async throws -> Int32? {
+    let status: Int32? = try await offThePool {
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
+        while process.isRunning, Date() < deadline { usleep(20_000) }  // the poll IS the wait for exit
+        return process.isRunning ? nil : process.terminationStatus
+    }
+    guard let status else {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        return nil
+    }
+    return status
+}
+
 /// Runs an executable built alongside the tests (same build folder) and returns its
 /// standard output once it exits.
 public func runBuiltProduct(_ name: String, _ arguments: [String]) async throws -> String {
-    let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     let process = Process()
-    process.executableURL = folder.appendingPathComponent(name)
+    process.executableURL = builtProduct(name)
     process.arguments = arguments
     return try await runToEnd(process).output
 }

@@ -50,9 +50,7 @@ final class CurlqProcess: @unchecked Sendable {  // safe: `pid` and the pipes ar
     private var stderrText = ""
     private var stderrClosed = false
 
-    static var executable: String {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("curlq").path
-    }
+    static var executable: String { builtProduct("curlq").path }
 
     /// Starts `curlq arguments…` in `directory`, with `input` on its standard input
     /// (else /dev/null), NO_COLOR set and `environment` added.
