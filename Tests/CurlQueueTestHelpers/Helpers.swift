@@ -109,17 +109,22 @@ public func builtProduct(_ name: String) -> URL {
 /// Waits (on a thread of its own) for the started `process` to exit, up to `timeout`, and
 /// returns its exit status; past `timeout` it kills the process, reaps it and returns nil.
 public func waitForExit(of process: Process, within timeout: Duration) async throws -> Int32? {
-    let status: Int32? = try await offThePool {
-        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
-        while process.isRunning, Date() < deadline { usleep(20_000) }  // the poll IS the wait for exit
-        return process.isRunning ? nil : process.terminationStatus
+    // The exit is waited for on a thread of its own; the time limit is a timer that, should it
+    // fire first, kills the process, which ends that wait.
+    let pid = process.processIdentifier
+    let timedOut = LockedBox(false)
+    let limit = Task {
+        try? await Task.sleep(for: timeout)  // the sleep IS the time limit
+        guard !Task.isCancelled else { return }
+        timedOut.update { $0 = true }
+        kill(pid, SIGKILL)
     }
-    guard let status else {
-        kill(process.processIdentifier, SIGKILL)
+    let status: Int32 = try await offThePool {
         process.waitUntilExit()
-        return nil
+        return process.terminationStatus
     }
-    return status
+    limit.cancel()
+    return timedOut.value ? nil : status
 }
 
 /// Runs an executable built alongside the tests (same build folder) and returns its
