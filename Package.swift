@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "CurlQueueDurable", targets: ["CurlQueueDurable"]),
         // The durable job store on one SQLite file (the system libsqlite3).
         .library(name: "CurlQueueSQLite", targets: ["CurlQueueSQLite"]),
+        // A durable job store on PostgreSQL, shared by daemons on many machines (docs/durable.md).
+        .library(name: "CurlQueuePostgres", targets: ["CurlQueuePostgres"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
@@ -53,6 +55,18 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
+            swiftSettings: strict
+        ),
+        // libpq, PostgreSQL's client library, for CurlQueuePostgres (docs/durable.md says why
+        // libpq rather than postgres-nio: the build cost, measured).
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .target(
+            name: "CurlQueuePostgres",
+            dependencies: ["CurlQueue", "CurlQueueDurable", "CLibPQ"],
             swiftSettings: strict
         ),
         .target(
@@ -185,6 +199,12 @@ let package = Package(
                 "CurlQueueTestSupport",
                 "curlq",
             ],
+            swiftSettings: strict
+        ),
+        // Needs a PostgreSQL server: scripts/test starts one (scripts/test-postgres).
+        .testTarget(
+            name: "CurlQueuePostgresTests",
+            dependencies: ["CurlQueuePostgres", "CurlQueueDurable", "CurlQueueDurableTestSupport", "CurlQueue"],
             swiftSettings: strict
         ),
         .testTarget(

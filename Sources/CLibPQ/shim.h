@@ -1,0 +1,2 @@
+// libpq, PostgreSQL's own client library (libpq-dev), for CurlQueuePostgres.
+#include <libpq-fe.h>

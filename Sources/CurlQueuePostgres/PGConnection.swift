@@ -1,0 +1,124 @@
+internal import CLibPQ
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// An error from PostgreSQL or from the way to it.
+public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, broadly.
+    public enum Kind: Sendable, Equatable {
+        /// The server could not be reached, or the connection broke (the statement's outcome may
+        /// be unknown: it may have committed). The store reconnects, with backoff, on the next call.
+        case unavailable
+        /// The server refused the statement (`sqlState` says why).
+        case server
+    }
+    public var kind: Kind
+    /// The SQLSTATE code for `.server`, such as `40001`.
+    public var sqlState: String?
+    public var message: String
+    public var description: String {
+        "PostgreSQL \(kind == .unavailable ? "unavailable" : "error \(sqlState ?? "?")"): \(message)"
+    }
+}
+
+/// One libpq connection. Not thread-safe: each is confined to one serial queue (`PGLane`).
+/// libpq's API blocks, which is why it never runs on Swift's cooperative pool.
+final class PGConnection {
+    private let handle: OpaquePointer
+
+    /// Connects; `conninfo` is a URL (`postgres://user@host:port/db`) or key=value pairs.
+    init(conninfo: String, connectTimeout: Int = 5) throws(PostgresStoreError) {
+        // connect_timeout bounds a connect to a server that is gone; keepalives find a dead peer.
+        let options = conninfo.contains("://")
+            ? conninfo + (conninfo.contains("?") ? "&" : "?") + "connect_timeout=\(connectTimeout)&keepalives_idle=10&keepalives_interval=5&keepalives_count=3"
+            : conninfo + " connect_timeout=\(connectTimeout) keepalives_idle=10 keepalives_interval=5 keepalives_count=3"
+        guard let handle = PQconnectdb(options) else {
+            throw PostgresStoreError(kind: .unavailable, message: "out of memory")
+        }
+        self.handle = handle
+        if PQstatus(handle) != CONNECTION_OK {
+            // (deinit closes the handle: it runs for an initializer that throws once every
+            // property is set.)
+            throw PostgresStoreError(kind: .unavailable, message: Self.errorMessage(handle))
+        }
+    }
+
+    deinit { PQfinish(handle) }
+
+    var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
+
+    /// The connection's socket, for `poll` (LISTEN).
+    var socket: Int32 { PQsocket(handle) }
+
+    /// Runs one statement (or, without parameters, several separated by `;`) and returns its
+    /// rows as text. `nil` is SQL NULL, both ways.
+    @discardableResult
+    func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresStoreError) -> [[String?]] {
+        let result: OpaquePointer?
+        if parameters.isEmpty {
+            result = PQexec(handle, sql)
+        } else {
+            let copies: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }
+            defer { copies.forEach { free($0) } }
+            result = copies.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
+                PQexecParams(handle, sql, Int32(parameters.count), nil, values.baseAddress, nil, nil, 0)
+            }
+        }
+        guard let result else {
+            throw PostgresStoreError(kind: isBroken ? .unavailable : .server, message: Self.errorMessage(handle))
+        }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK else {
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let message = String(cString: PQresultErrorMessage(result))
+            // A lost connection shows as a fatal error with no SQLSTATE, or as a broken status;
+            // class 57P (admin shutdown, crash shutdown) and 08 (connection exception) too.
+            let lost = isBroken || state == nil || state!.hasPrefix("57P") || state!.hasPrefix("08")
+            throw PostgresStoreError(kind: lost ? .unavailable : .server, sqlState: state,
+                                     message: message.trimmingTrailingWhitespace())
+        }
+        let rows = Int(PQntuples(result)), columns = Int(PQnfields(result))
+        var out: [[String?]] = []
+        out.reserveCapacity(rows)
+        for row in 0..<rows {
+            var values: [String?] = []
+            values.reserveCapacity(columns)
+            for column in 0..<columns {
+                if PQgetisnull(result, Int32(row), Int32(column)) != 0 {
+                    values.append(nil)
+                } else {
+                    values.append(String(cString: PQgetvalue(result, Int32(row), Int32(column))))
+                }
+            }
+            out.append(values)
+        }
+        return out
+    }
+
+    /// Reads what the server sent and returns the notifications among it.
+    func drainNotifications() throws(PostgresStoreError) -> [(channel: String, payload: String)] {
+        if PQconsumeInput(handle) == 0 {
+            throw PostgresStoreError(kind: .unavailable, message: Self.errorMessage(handle))
+        }
+        var notices: [(channel: String, payload: String)] = []
+        while let notice = PQnotifies(handle) {
+            notices.append((String(cString: notice.pointee.relname), String(cString: notice.pointee.extra)))
+            PQfreemem(notice)
+        }
+        return notices
+    }
+
+    private static func errorMessage(_ handle: OpaquePointer) -> String {
+        String(cString: PQerrorMessage(handle)).trimmingTrailingWhitespace()
+    }
+}
+
+extension String {
+    fileprivate func trimmingTrailingWhitespace() -> String {
+        var s = Substring(self)
+        while let last = s.last, last.isWhitespace { s.removeLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,437 @@
+public import CurlQueueDurable
+internal import CurlQueue
+internal import Foundation
+
+/// A `JobStore` in a PostgreSQL database (15 or later), shared by any number of workers on
+/// any number of machines.
+///
+/// - Claims never overlap: one statement with `FOR NO KEY UPDATE SKIP LOCKED`.
+/// - Liveness is a lease per worker, renewed by `heartbeat`, timed by the database's `now()`
+///   only: the workers' clocks never decide whether a lease expired. A worker whose lease
+///   expired stays dead (its heartbeat answers `.declaredDead`), and `maintain()`, which every
+///   worker runs, rescues what it held.
+/// - Every write about a claimed job carries its fencing token (`Lease.token`, from a sequence):
+///   a worker that lost its lease records nothing.
+/// - Connections: `Configuration.connections` for statements, plus one that LISTENs once
+///   `wakeups(queue:)` is called. A lost connection is opened again by the next call, with
+///   backoff; a call made while the server is away throws `PostgresStoreError` (`.unavailable`)
+///   and changed nothing, or, when the connection broke during the call, may have committed:
+///   `finish`, `markHandled` and `release` may be called again with the same lease, and report
+///   the earlier commit as theirs.
+///
+/// Create it with ``open(url:configuration:)``, which creates the tables on first use (once,
+/// however many daemons start at the same moment). Call ``close()`` when done.
+public final class PostgresJobStore: JobStore {
+    public struct Configuration: Sendable {
+        /// Connections for statements (each used by one call at a time).
+        public var connections: Int = 2
+        /// A worker whose last heartbeat is older than this is dead: its jobs are rescued.
+        public var workerTTL: Double = 60
+        /// How long completed and cancelled (handled) jobs are kept.
+        public var completedRetention: Double = 86_400
+        /// How long failed (handled) jobs are kept.
+        public var failedRetention: Double = 7 * 86_400
+        /// LISTEN for wakeups (turn off behind PgBouncer in transaction mode: workers then poll).
+        public var listens: Bool = true
+        /// What `enqueue` accepts (``JobSpec/validated(limits:)``).
+        public var limits: JobSpec.Limits = .init()
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    private let url: String
+    private let lanes: [PGLane]
+    private let next = Locked(0)
+    private let wakeupHub = WakeupHub()
+    private let listener = Locked<PGListener?>(nil)
+    /// Fenced writes whose connection broke: they may have committed (see `fenced`).
+    private let uncertain = Locked<Set<String>>([])
+
+    /// Connects, and creates the schema when the database has none.
+    /// - Parameter url: `postgres://user[:password]@host[:port]/database[?options]`, or libpq's
+    ///   `key=value` form.
+    public static func open(url: String, configuration: Configuration = .init()) async throws -> PostgresJobStore {
+        let store = PostgresJobStore(url: url, configuration: configuration)
+        do {
+            try await store.lane.run { (connection) throws(PostgresStoreError) in try Schema.migrate(connection) }
+        } catch {
+            await store.close()
+            throw error
+        }
+        return store
+    }
+
+    private init(url: String, configuration: Configuration) {
+        self.url = url
+        self.configuration = configuration
+        self.lanes = (0..<max(1, configuration.connections)).map { PGLane(conninfo: url, label: "CurlQueuePostgres.lane\($0)") }
+    }
+
+    deinit {
+        listener.withLock { $0 }?.stop()
+    }
+
+    /// Closes the connections and stops listening; `wakeups` streams end.
+    public func close() async {
+        let listening = listener.withLock { value in
+            defer { value = nil }
+            return value
+        }
+        listening?.stop()
+        wakeupHub.finishAll()
+        for lane in lanes { await lane.close() }
+    }
+
+    private var lane: PGLane {
+        let index = next.withLock { value in
+            defer { value &+= 1 }
+            return value
+        }
+        return lanes[index % lanes.count]
+    }
+
+    // MARK: - Enqueue
+
+    public func enqueue(_ specs: [JobSpec], queue: String, order: JobOrder) async throws -> [EnqueueResult] {
+        let limits = configuration.limits
+        let rows: [(spec: JobSpec, json: String)] = try specs.map { spec in
+            let checked = try spec.validated(limits: limits)
+            return (checked, try Self.encode(checked))
+        }
+        guard !rows.isEmpty else { return [] }
+        let sign = order == .lifo ? "-1" : "1"
+        return try await lane.transaction { (connection) throws(PostgresStoreError) -> [EnqueueResult] in
+            var results: [EnqueueResult] = []
+            var inserted = false
+            for (spec, json) in rows {
+                let key = spec.dedupKey
+                var replaced: [JobID] = []
+                if spec.duplicates != .allow {
+                    try connection.query(SQL.lockKey, [queue, key])
+                    if spec.duplicates == .skipIfPending,
+                        let existing = try connection.query(SQL.existing, [queue, key]).first?[0].flatMap({ Int64($0) }) {
+                        results.append(.skipped(existing: existing))
+                        continue
+                    }
+                    if spec.duplicates == .replaceEarlier {
+                        replaced = try connection.query(SQL.cancel, [queue, key, nil, "replaced by a newer equal job"])
+                            .compactMap { $0[0].flatMap { Int64($0) } }.sorted()
+                    }
+                }
+                let delay = spec.runAt.map { String($0.timeIntervalSinceNow) }
+                let id = try connection.query(SQL.insert, [
+                    queue, spec.kind, String(spec.priority.rawValue), sign, String(max(1, spec.retry.maxAttempts)),
+                    key, json, delay, spec.isRescuable ? "true" : "false",
+                ])[0][0].flatMap { Int64($0) } ?? 0
+                results.append(.inserted(id, replaced: replaced))
+                inserted = true
+            }
+            if inserted { try connection.query(SQL.notify, [queue]) }
+            return results
+        }
+    }
+
+    // MARK: - Workers
+
+    public func register(_ worker: WorkerInfo) async throws {
+        let ttl = String(configuration.workerTTL)
+        try await lane.run { (connection) throws(PostgresStoreError) in
+            _ = try connection.query(SQL.registerWorker, [worker.id, worker.node, String(worker.pid), ttl])
+        }
+    }
+
+    public func claim(queue: String, kinds: Set<String>, limit: Int, worker: WorkerInfo.ID) async throws -> [ClaimedJob] {
+        guard limit > 0, !kinds.isEmpty else { return [] }
+        let kindList = PGArray.text(kinds.sorted())
+        let rows = try await lane.transaction { (connection) throws(PostgresStoreError) -> [[String?]] in
+            _ = try connection.query(SQL.promote, [queue])
+            var rows = try connection.query(SQL.claimUnhandled, [queue, kindList, String(limit), worker])
+            if rows.count < limit {
+                rows += try connection.query(SQL.claim, [queue, kindList, String(limit - rows.count), worker])
+            }
+            return rows
+        }
+        let claimed = try rows.map { row in
+            let record = try Self.record(row)
+            let job = ClaimedJob(lease: Lease(job: record.id, token: row[14].flatMap { Int64($0) } ?? 0), record: record,
+                                 recorded: record.state.isFinal ? record.outcome : nil)
+            return (job: job, orderKey: row[15].flatMap { Int64($0) } ?? 0)
+        }
+        // UPDATE … RETURNING has no order: the claim's is restored here. Handler jobs first,
+        // then priority (high first), then the order key.
+        return claimed.sorted { (a: (job: ClaimedJob, orderKey: Int64), b: (job: ClaimedJob, orderKey: Int64)) -> Bool in
+            let ra: Bool = a.job.recorded != nil
+            let rb: Bool = b.job.recorded != nil
+            if ra != rb { return ra }
+            let pa: Int = a.job.record.spec.priority.rawValue
+            let pb: Int = b.job.record.spec.priority.rawValue
+            if pa != pb { return pa > pb }
+            return a.orderKey < b.orderKey
+        }
+        .map(\.job)
+    }
+
+    public func heartbeat(_ worker: WorkerInfo.ID, checkpoints: [JobID: Checkpoint]) async throws -> HeartbeatReply {
+        let ids = PGArray.text(checkpoints.keys.map { String($0) })
+        let values = PGArray.text(try checkpoints.values.map { try Self.encode($0) })
+        let ttl = String(configuration.workerTTL)
+        let row = try await lane.run { (connection) throws(PostgresStoreError) -> [String?] in
+            try connection.query(SQL.heartbeat, [worker, ttl, ids, values])[0]
+        }
+        guard row[0] == "1" else { return .declaredDead }
+        return .alive(held: Set(PGArray.int64(row[1])), cancelRequested: Set(PGArray.int64(row[2])))
+    }
+
+    public func finish(_ lease: Lease, _ outcome: JobOutcome) async throws -> Bool {
+        let json = try Self.encode(outcome)
+        let id = String(lease.job), token = String(lease.token)
+        let statement: String, parameters: [String?]
+        switch outcome {
+        case .completed:
+            (statement, parameters) = (SQL.finish, [id, token, "completed", json, nil])
+        case .failed(let reason):
+            (statement, parameters) = (SQL.finish, [id, token, "failed", json, reason])
+        case .cancelled(let reason):
+            (statement, parameters) = (SQL.finish, [id, token, "cancelled", json, reason])
+        case .retry(let reason, let at):
+            // The date becomes a delay from the database's now(): the worker's clock only
+            // measures the backoff, it never places it.
+            let failed = try Self.encode(JobOutcome.failed(reason: reason))
+            (statement, parameters) = (SQL.retry, [id, token, reason, String(at.timeIntervalSinceNow), failed])
+        }
+        return try await fenced(statement, parameters, check: SQL.wroteWithToken, id: id, token: token)
+    }
+
+    public func markHandled(_ lease: Lease) async throws -> Bool {
+        try await fenced(SQL.markHandled, [String(lease.job), String(lease.token)], check: SQL.handledWithToken,
+                         id: String(lease.job), token: String(lease.token))
+    }
+
+    /// A fenced write. A write whose connection broke may have committed before the reply was
+    /// lost; the caller, told `.unavailable`, calls again with the same lease. So after such an
+    /// error the store remembers the write, and when the retry matches no row, `check` asks
+    /// whether this token's own earlier write is what moved the job on: then it reports true.
+    /// Without an error in between, a second write with the same lease reports false.
+    private func fenced(_ statement: String, _ parameters: [String?], check: String, id: String, token: String) async throws -> Bool {
+        let key = "\(check == SQL.handledWithToken ? "handled" : "finish"):\(id):\(token)"
+        let retried = uncertain.withLock { $0.contains(key) }
+        let outcome = await lane.result { (connection) throws(PostgresStoreError) -> Bool in
+            if try !connection.query(statement, parameters).isEmpty { return true }
+            guard retried else { return false }
+            return try connection.query(check, [id, token]).first?[0] == "t"
+        }
+        switch outcome {
+        case .success(let written):
+            if retried { uncertain.withLock { _ = $0.remove(key) } }
+            return written
+        case .failure(let error):
+            if error.kind == .unavailable { uncertain.withLock { _ = $0.insert(key) } }
+            throw error
+        }
+    }
+
+    public func release(_ leases: [Lease]) async throws {
+        guard !leases.isEmpty else { return }
+        let ids = PGArray.text(leases.map { String($0.job) }), tokens = PGArray.text(leases.map { String($0.token) })
+        try await lane.transaction { (connection) throws(PostgresStoreError) in
+            let queues = Set(try connection.query(SQL.release, [ids, tokens]).compactMap { $0[0] })
+            for queue in queues { try connection.query(SQL.notify, [queue]) }
+        }
+    }
+
+    public func unregister(_ worker: WorkerInfo.ID) async throws {
+        try await lane.transaction { (connection) throws(PostgresStoreError) in
+            try connection.query(SQL.expireWorker, [worker])
+            _ = try Self.rescue(connection)
+            try connection.query(SQL.deleteWorker, [worker])
+        }
+    }
+
+    // MARK: - Control and status
+
+    public func cancel(_ selector: JobSelector) async throws -> CancelResult {
+        let parameters: [String?]
+        switch selector {
+        case .id(let id): parameters = [nil, nil, String(id), "cancelled"]
+        case .key(let key, let queue): parameters = [queue, key, nil, "cancelled"]
+        case .queue(let queue): parameters = [queue, nil, nil, "cancelled"]
+        }
+        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [[String?]] in
+            try connection.query(SQL.cancel, parameters)
+        }
+        var result = CancelResult()
+        for row in rows {
+            guard let id = row[0].flatMap({ Int64($0) }) else { continue }
+            if row[1] == "cancelled" { result.cancelled.append(id) } else { result.requested.append(id) }
+        }
+        result.cancelled.sort()
+        result.requested.sort()
+        return result
+    }
+
+    public func setPaused(_ paused: Bool, queue: String) async throws {
+        try await lane.transaction { (connection) throws(PostgresStoreError) in
+            try connection.query(SQL.setPaused, [paused ? "true" : "false", queue])
+            if !paused { try connection.query(SQL.notify, [queue]) }
+        }
+    }
+
+    public func jobs(_ filter: JobFilter) async throws -> [JobRecord] {
+        let parameters: [String?] = [
+            filter.queue, filter.states.map { PGArray.text($0.map(\.rawValue).sorted()) },
+            filter.ids.map { PGArray.text($0.map { String($0) }) }, String(max(0, filter.limit)),
+        ]
+        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [[String?]] in
+            try connection.query(SQL.jobs, parameters)
+        }
+        return try rows.map(Self.record)
+    }
+
+    public func counts(queue: String?) async throws -> [JobState: Int] {
+        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [[String?]] in
+            try connection.query(SQL.counts, [queue])
+        }
+        var counts: [JobState: Int] = [:]
+        for row in rows {
+            if let state = row[0].flatMap(JobState.init(rawValue:)), let n = row[1].flatMap({ Int($0) }) { counts[state] = n }
+        }
+        return counts
+    }
+
+    // MARK: - Maintenance
+
+    /// Promotion, rescue and pruning: safe in every worker at once (`SKIP LOCKED` and the state
+    /// guards), so no leader is elected. Pruning runs in one worker at a time (a try-lock).
+    public func maintain() async throws -> MaintenanceReport {
+        let retention = [String(configuration.completedRetention), String(configuration.failedRetention)]
+        return try await lane.run { (connection) throws(PostgresStoreError) -> MaintenanceReport in
+            var report = MaintenanceReport()
+            let promoted = try connection.query(SQL.promote, [nil]).compactMap { $0[0] }
+            report.promoted = promoted.count
+            let rescue = try Self.rescue(connection)
+            report.rescued = rescue.rescued
+            report.failed = rescue.failed
+            report.deadWorkers = rescue.deadWorkers
+            for queue in Set(promoted + rescue.queues) { try connection.query(SQL.notify, [queue]) }
+            if try connection.query("SELECT pg_try_advisory_lock(hashtext('curlqueue.prune'))")[0][0] == "t" {
+                defer { _ = try? connection.query("SELECT pg_advisory_unlock(hashtext('curlqueue.prune'))") }
+                report.pruned = try connection.query(SQL.prune, retention).count
+                try connection.query(SQL.pruneWorkers)
+            }
+            return report
+        }
+    }
+
+    /// The outcomes the rescue records for a job it fails (the same words as the SQLite store).
+    private static let rescueOutcomes = (
+        spent: (try? encode(JobOutcome.failed(reason: "interrupted: its worker died"))) ?? "",
+        notRepeatable: (try? encode(JobOutcome.failed(reason: "interrupted after it may have been sent"))) ?? ""
+    )
+
+    private static func rescue(_ connection: PGConnection) throws(PostgresStoreError)
+        -> (rescued: Int, failed: Int, deadWorkers: [String], queues: [String]) {
+        let rows = try connection.query(SQL.rescue, [rescueOutcomes.spent, rescueOutcomes.notRepeatable])
+        let running = rows.filter { $0[1] == "running" }
+        return (running.filter { $0[2] == "available" }.count, running.filter { $0[2] == "failed" }.count,
+                Set(rows.compactMap { $0[3] }).sorted(), rows.compactMap { $0[4] })
+    }
+
+    // MARK: - Wakeups
+
+    /// NOTIFY on `cq_insert` with the queue's name, from enqueue, release, resume, promotion
+    /// and rescue; one LISTEN connection per store, started by the first call. Best-effort: a
+    /// notification sent while the connection was away is lost, so the stream also yields once
+    /// after each reconnect, and workers poll.
+    public func wakeups(queue: String) -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        wakeupHub.add(continuation, queue: queue)
+        if configuration.listens {
+            listener.withLock { value in
+                guard value == nil else { return }
+                let hub = wakeupHub
+                let started = PGListener(conninfo: url, channels: ["cq_insert"],
+                                         onNotify: { _, payload in hub.wake(queue: payload) },
+                                         onReconnect: { hub.wakeAll() })
+                started.start()
+                value = started
+            }
+        }
+        return stream
+    }
+
+    // MARK: - Rows
+
+    private static func encode<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
+        guard let text else { return nil }
+        return try JSONDecoder().decode(type, from: Data(text.utf8))
+    }
+
+    /// A row of `SQL.columns()`.
+    static func record(_ row: [String?]) throws -> JobRecord {
+        func date(_ text: String?) -> Date? { text.flatMap(Double.init).map { Date(timeIntervalSince1970: $0) } }
+        guard let id = row[0].flatMap({ Int64($0) }), let queue = row[1], let spec = try decode(JobSpec.self, row[2]),
+            let state = row[3].flatMap(JobState.init(rawValue:))
+        else { throw PostgresStoreError(kind: .server, message: "a job row the store cannot read") }
+        return JobRecord(
+            id: id, queue: queue, spec: spec, state: state, attempt: row[4].flatMap { Int($0) } ?? 0,
+            runAt: date(row[5]) ?? Date(), createdAt: date(row[6]) ?? Date(), finalizedAt: date(row[7]),
+            worker: row[8], lastError: row[9], outcome: try decode(JobOutcome.self, row[10]), handled: row[11] == "t",
+            checkpoint: try decode(Checkpoint.self, row[12]), cancelRequested: row[13] == "t")
+    }
+}
+
+/// The `wakeups` streams of one store, by queue.
+final class WakeupHub: Sendable {
+    private let streams = Locked<[String: [UUID: AsyncStream<Void>.Continuation]]>([:])
+
+    func add(_ continuation: AsyncStream<Void>.Continuation, queue: String) {
+        let id = UUID()
+        streams.withLock { $0[queue, default: [:]][id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            self?.streams.withLock { _ = $0[queue]?.removeValue(forKey: id) }
+        }
+    }
+
+    func wake(queue: String) {
+        for continuation in streams.withLock({ Array(($0[queue] ?? [:]).values) }) { continuation.yield() }
+    }
+
+    func wakeAll() {
+        for continuation in streams.withLock({ $0.values.flatMap(\.values) }) { continuation.yield() }
+    }
+
+    func finishAll() {
+        for continuation in streams.withLock({ $0.values.flatMap(\.values) }) { continuation.finish() }
+    }
+}
+
+/// PostgreSQL's text form of arrays, for parameters and results.
+enum PGArray {
+    /// `{"a","b"}` with `"` and `\` escaped.
+    static func text(_ values: [String]) -> String {
+        var out = "{"
+        for (index, value) in values.enumerated() {
+            if index > 0 { out.append(",") }
+            out.append("\"")
+            for character in value {
+                if character == "\"" || character == "\\" { out.append("\\") }
+                out.append(character)
+            }
+            out.append("\"")
+        }
+        out.append("}")
+        return out
+    }
+
+    /// `{1,2,3}` → [1, 2, 3].
+    static func int64(_ text: String?) -> [Int64] {
+        guard let text, text.count > 2 else { return [] }
+        return text.dropFirst().dropLast().split(separator: ",").compactMap { Int64($0) }
+    }
+}
