@@ -51,6 +51,8 @@ struct BatchOptions: Sendable {
     var credentials = Credentials()
     /// `-v`: request and response heads on standard error (Verbose.swift).
     var verbose = false
+    /// `-s/--split`: connections (byte ranges) per file; 1 = one connection (SplitDownload.swift).
+    var split = 1
 }
 
 /// One file of the batch, with everything decided before the first request. Kept small:

@@ -111,6 +111,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             }
             requestQueue.cancelAllRequests()
             checkQueue.cancelAllRequests()
+            for split in splits.values { split.cancel() }
         }
     }
 
@@ -178,6 +179,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         let fields = requestHeaders(job)
         for header in fields { request.addHeader(header.name, header.value) }
         if options.verbose { verbose(Verbose.requestLines(method: "GET", url: job.url, fields: fields)) }
+        if options.split > 1, !unsplit.contains(job.index) { return split(job, request) }  // SplitDownload.swift
         let operation = RequestOperation(request: request)
         operation.autoRetry = true
         if !options.retryDNS { operation.autoRetryErrorCodes.remove(.couldNotResolveHost) }
@@ -444,6 +446,57 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         continuation.resume(returning: BatchReport(
             results: results.map { $0! }, interruption: interruption, seconds: monotonicSeconds() - startTime,
             bytesReceived: model.received, directory: options.directory))
+    }
+
+    // MARK: -s/--split (SplitDownload.swift)
+
+    /// Split downloads running, by file index.
+    private var splits: [Int: SplitDownload] = [:]
+    /// Files the probe found unsplittable, now downloaded over one connection.
+    private var unsplit: Set<Int> = []
+
+    /// Starts `job` as a split download; it takes its admission slot until it ends.
+    private func split(_ job: Job, _ request: Request) {
+        let index = job.index
+        let connections = options.perHost > 0 ? min(options.split, options.perHost) : options.split
+        let download = SplitDownload(
+            base: request, download: paths.download(job), count: connections, maxAttempts: model.maxAttempts, queue: queue,
+            onProgress: { [self] done, total in
+                model.progress(index, bytes: done, total: total, at: monotonicSeconds())
+                onProgress?(index, done, self)
+            },
+            completion: { [self] outcome in splitEnded(job, outcome) })
+        splits[index] = download
+        admissionOrder[index] = admissionOrder.count + 1
+        noteStarted(index)
+        download.start()
+    }
+
+    private func splitEnded(_ job: Job, _ outcome: SplitDownload.Outcome) {
+        let index = job.index
+        splits[index] = nil
+        guard results[index] == nil else { return }
+        if case .fallback(let reason) = outcome, interruption == nil {
+            display.note("\(job.name): one connection: \(reason)", model)
+            unsplit.insert(index)
+            admissionOrder[index] = nil
+            add(job)
+            return
+        }
+        running -= 1
+        admission.finished(index)
+        model.live[index].transferEndedAt = monotonicSeconds()
+        defer { admit() }
+        switch outcome {
+        case .done(let attempts, let resumed):
+            model.live[index].attempts = attempts
+            downloaded(job, status: resumed ? 206 : 200, attempts: attempts, digests: [:])
+        case .failed(let reason, let status, let attempts):
+            finalize(index, outcome: .failed, status: status, attempts: attempts, error: reason)
+        case .interrupted, .fallback:
+            finalize(index, outcome: .interrupted, status: nil, attempts: max(1, model.live[index].attempts),
+                     error: interruption?.description ?? (model.live[index].timedOut ? "timed out (--max-file-time)" : "cancelled"))
+        }
     }
 
     // MARK: Helpers

@@ -131,6 +131,12 @@ struct GetCommand: AsyncParsableCommand {
             help: ArgumentHelp("Receive at most RATE bytes/s for the whole run, all files together, as aria2's --max-overall-download-limit (default: none).", valueName: "RATE"))
     var maxOverallRate: String?
 
+    // MARK: One file over several connections (issue 22: -s/--split, SplitDownload.swift)
+
+    @Option(name: [.customShort("s"), .customLong("split")],
+            help: ArgumentHelp("Fetch each file as N byte ranges at once, into one NAME.part (as aria2's -x/-s; 1 to 64, default 1). Needs a server that answers ranges with a validator (ETag or Last-Modified), else one connection; each range resumes on a rerun (NAME.part.ranges). A split file takes one -j slot and up to N connections (at most --per-host); --limit-rate applies to each connection.", valueName: "N"))
+    var split: Int = 1
+
     @Flag(name: [.customShort("c"), .customLong("continue")],
           help: "Resume every NAME.part file, even one without the validator curlq keeps with it (resumed by default).")
     var resume = false
@@ -197,6 +203,7 @@ struct GetCommand: AsyncParsableCommand {
         guard perHost >= 0 else { throw ValidationError("--per-host must be 0 (no limit) or more, not \(perHost)") }
         guard !(resume && restart) else { throw ValidationError("-c/--continue and --restart contradict each other: give one") }
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more, not \(retries)") }
+        guard (1...SplitSidecar.maxRanges).contains(split) else { throw ValidationError("-s/--split must be 1 to \(SplitSidecar.maxRanges), not \(split)") }
         _ = try Self.parseStatuses(retryHTTP)
         try validateRates()
         guard stallTimeout.isFinite, stallTimeout >= 0, stallTimeout <= 1e9 else {
@@ -292,6 +299,7 @@ struct GetCommand: AsyncParsableCommand {
         try applyRates(to: &options)
         options.credentials = try credentials(ProcessInfo.processInfo.environment)
         options.verbose = verbose
+        options.split = split
         return (BatchPlanner.plan(entries, options: options), options)
     }
 

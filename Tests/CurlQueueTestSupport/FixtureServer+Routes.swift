@@ -167,6 +167,8 @@ enum Routes {
         if honoursRanges {
             headers.add(name: "Accept-Ranges", value: "bytes")
         }
+        // `etag=E`: `ETag: "E"`, a validator for split downloads (curlq -s).
+        if let eTag = target.query["etag"] { headers.add(name: "ETag", value: "\"\(eTag)\"") }
 
         var status = HTTPResponseStatus.ok
         var first = 0
@@ -206,6 +208,11 @@ enum Routes {
             hold: target.int("holdAt").flatMap { offset in target.query["gate"].map { (offset, $0) } },
             ending: .end
         )
+        // `cutRangeAt=F&cutAfter=K`: a 206 whose range starts at F sends K bytes and closes.
+        if status == .partialContent, let cutAt = target.int("cutRangeAt"), cutAt == first {
+            plan.sendCount = min(max(0, target.int("cutAfter") ?? 0), length)
+            plan.ending = .close
+        }
         let chunked = target.flag("chunked")
         var announcedLength = length
         if let closeAfter = target.int("closeAfter") {

@@ -1,0 +1,140 @@
+@testable import curlq
+import CurlQueue
+import CurlQueueTestHelpers
+import CurlQueueTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `-s/--split N`: one file as N byte ranges at once, into one `.part`, resumable range by range.
+@Suite struct CurlqSplitTests {
+    /// Whether the file at `url` holds the fixture's `count` pattern bytes (a Bool, so a failure
+    /// does not print the bytes).
+    private func isPattern(_ url: URL, count: Int) -> Bool {
+        contents(url) == Array(FixtureServer.expectedBytes(count: count))
+    }
+
+    /// The Range headers of the requests for `path`, in the order they came.
+    private func ranges(_ server: FixtureServer, _ path: String) -> [String] {
+        server.requests.filter { $0.path.hasPrefix(path) }.compactMap { $0.header("Range") }
+    }
+
+    @Test func aSplitDownloadIsByteIdenticalAndLeavesNoSidecar() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let run = try await curlq("get", "-s", "4", "-d", folder.path, server.url("/bytes/400000?etag=a").absoluteString)
+                #expect(run.status == 0, "\(run)")
+                #expect(isPattern(folder.appendingPathComponent("400000"), count: 400_000), "400000 is not the file served")
+                #expect(files(in: folder) == ["400000"])
+                #expect(Set(ranges(server, "/bytes/")) == ["bytes=0-0", "bytes=0-99999", "bytes=100000-199999",
+                                                          "bytes=200000-299999", "bytes=300000-399999"])
+                #expect(server.requests.filter { $0.path.hasPrefix("/bytes/") && $0.header("Range") != "bytes=0-0" }
+                    .allSatisfy { $0.header("If-Range") == "\"a\"" })
+            }
+        }
+    }
+
+    /// A server that ignores Range, or one that sends no validator, gets one connection, and says so.
+    @Test func noRangesOrNoValidatorFallBackToOneConnection() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                for (query, words) in [("norange=1&etag=a", "answered a range request with 200"), ("x=1", "no ETag or Last-Modified")] {
+                    let run = try await curlq("get", "-s", "4", "--overwrite", "--progress", "lines", "-d", folder.path,
+                                              server.url("/bytes/300000?\(query)").absoluteString)
+                    #expect(run.status == 0, "\(run)")
+                    #expect(run.stderr.contains("one connection: ") && run.stderr.contains(words), "\(run.stderr)")
+                    #expect(isPattern(folder.appendingPathComponent("300000"), count: 300_000), "300000 is not the file served")
+                    #expect(files(in: folder) == ["300000"])
+                }
+            }
+        }
+    }
+
+    /// A range whose connection breaks is asked again alone, from its last byte written.
+    @Test func aRangeThatFailsIsRetriedAloneFromWhereItStopped() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let url = server.url("/bytes/400000?etag=a&chunk=10000&cutRangeAt=100000&cutAfter=30000").absoluteString
+                let run = try await curlq("get", "-s", "4", "--retries", "2", "-d", folder.path, url)
+                #expect(run.status == 0, "\(run)")
+                #expect(isPattern(folder.appendingPathComponent("400000"), count: 400_000), "400000 is not the file served")
+                let asked = ranges(server, "/bytes/")
+                #expect(asked.filter { $0 == "bytes=100000-199999" }.count == 1, "\(asked)")
+                #expect(asked.contains("bytes=130000-199999"), "\(asked)")
+                #expect(asked.count == 6, "\(asked)")
+            }
+        }
+    }
+
+    /// Ctrl-C mid-way keeps the `.part` and its sidecar; the rerun asks only for what is missing.
+    @Test func anInterruptedSplitResumesEachRange() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                // Range 0 holds at 30,000 bytes until a gate that never opens; the others finish.
+                let held = server.url("/bytes/400000?etag=a&chunk=10000&holdAt=30000&gate=never").absoluteString
+                let process = try CurlqProcess(["get", "-s", "4", "-d", folder.path, held])
+                let sidecarPath = folder.appendingPathComponent("400000.part.ranges").path
+                var sidecar: SplitSidecar?
+                // The sidecar is the event: rewritten each second while bytes arrive.
+                for _ in 0..<600 {
+                    if let kept = SplitSidecar.read(sidecarPath), kept.ranges.count == 4,
+                       kept.ranges[1...].allSatisfy(\.isComplete), kept.ranges[0].done >= 30_000 {
+                        sidecar = kept
+                        break
+                    }
+                    try await Task.sleep(for: .milliseconds(100))  // polling the file: its content is the event
+                }
+                #expect(sidecar != nil, "the sidecar never showed the three free ranges complete")
+                process.send(SIGINT)
+                let interrupted = await process.finish()
+                #expect(interrupted.status == 130, "\(interrupted)")
+                let kept = try #require(SplitSidecar.read(sidecarPath), "no sidecar kept: \(interrupted)")
+                #expect(kept.ranges[0].done == 30_000 && kept.ranges[1...].allSatisfy(\.isComplete), "\(kept)")
+                #expect(!exists(folder.appendingPathComponent("400000")))
+
+                let before = server.requests.count
+                let rerun = try await curlq("get", "-s", "4", "-d", folder.path, server.url("/bytes/400000?etag=a").absoluteString)
+                #expect(rerun.status == 0, "\(rerun)")
+                #expect(isPattern(folder.appendingPathComponent("400000"), count: 400_000), "400000 is not the file served")
+                let asked = server.requests[before...].compactMap { $0.header("Range") }
+                #expect(asked == ["bytes=0-0", "bytes=30000-99999"], "\(asked)")
+                #expect(files(in: folder) == ["400000"])
+            }
+        }
+    }
+
+    /// A sidecar that is not JSON, or whose ranges reach outside the file, is not believed:
+    /// the file starts over (every range from its start), never a crash or a stray write.
+    @Test func hostileSidecarsStartOver() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let outside = #"{"version":1,"validator":"\"a\"","total":400000,"ranges":[{"first":0,"last":999999999,"done":5}]}"#
+                for hostile in ["not json {", outside] {
+                    try Data(repeating: 0xAA, count: 400_000).write(to: folder.appendingPathComponent("400000.part"))
+                    try Data(hostile.utf8).write(to: folder.appendingPathComponent("400000.part.ranges"))
+                    let before = server.requests.count
+                    let run = try await curlq("get", "-s", "4", "--overwrite", "-d", folder.path,
+                                              server.url("/bytes/400000?etag=a").absoluteString)
+                    #expect(run.status == 0, "\(run)")
+                    #expect(isPattern(folder.appendingPathComponent("400000"), count: 400_000), "400000 is not the file served")
+                    #expect(Set(server.requests[before...].compactMap { $0.header("Range") }).contains("bytes=0-99999"))
+                    #expect(files(in: folder) == ["400000"])
+                }
+            }
+        }
+    }
+
+    @Test func sidecarSoundness() {
+        let fresh = SplitSidecar.fresh(validator: "\"a\"", total: 10, count: 4)
+        #expect(fresh.isSound && fresh.ranges.map(\.length) == [2, 2, 2, 4])
+        #expect(SplitSidecar.fresh(validator: "\"a\"", total: 2, count: 8).ranges.count == 2)
+        var gap = fresh
+        gap.ranges[1].first += 1
+        #expect(!gap.isSound)
+        var over = fresh
+        over.ranges[0].done = 3
+        #expect(!over.isSound)
+    }
+}
