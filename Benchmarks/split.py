@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""One big file over several connections: curlq -s N against curl and aria2c -x N -s N, on an
+nginx at 127.0.0.1 that limits each connection (limit_rate, as a busy mirror does).
+
+    python3 Benchmarks/split.py [--curlq PATH] [--mib 64] [--rate 2m]
+
+Every command downloads the same file (--mib MiB of random bytes; nginx sends its ETag and
+Last-Modified, so curlq may split it) into an empty folder; the time is the process's wall
+time, start-up included, and every result is checked byte for byte against the file served.
+Prints a Markdown table (docs/performance.md has one).
+"""
+import argparse, filecmp, os, shutil, socket, subprocess, sys, tempfile, time
+
+MIB = 1 << 20
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nginx(work, size, rate):
+    www = os.path.join(work, "www")
+    os.makedirs(www)
+    with open(os.path.join(www, "big"), "wb") as f:
+        for _ in range(size // MIB):
+            f.write(os.urandom(MIB))
+    port = free_port()
+    conf = os.path.join(work, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(f"""
+daemon off; master_process off; worker_processes 1;
+pid {work}/nginx.pid; error_log {work}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log off; sendfile on; limit_rate {rate};
+    client_body_temp_path {work}/t-body; proxy_temp_path {work}/t-proxy;
+    fastcgi_temp_path {work}/t-fcgi; uwsgi_temp_path {work}/t-uwsgi; scgi_temp_path {work}/t-scgi;
+    root {www};
+    server {{ listen 127.0.0.1:{port}; }}
+}}
+""")
+    process = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-p", work, "-c", conf, "-e", f"{work}/error.log"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process, f"http://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.025)
+    process.kill()
+    raise SystemExit("nginx did not start")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    here = os.path.dirname(os.path.abspath(__file__))
+    default = os.path.join(here, "..", ".build", "release", "curlq")
+    if not os.path.exists(default):
+        default = os.path.join(here, "..", ".build", "debug", "curlq")
+    parser.add_argument("--curlq", default=default)
+    parser.add_argument("--mib", type=int, default=64)
+    parser.add_argument("--rate", default="2m", help="nginx limit_rate per connection (2m = 2 MiB/s)")
+    args = parser.parse_args()
+    size = args.mib * MIB
+    work = tempfile.mkdtemp(prefix="curlq-split-")
+    nginx, base = start_nginx(work, size, args.rate)
+    url = f"{base}/big"
+    served = os.path.join(work, "www", "big")
+    runs = [
+        ("curlq -s 1", lambda out: [args.curlq, "get", "-q", "-s", "1", "-d", out, url]),
+        ("curlq -s 4", lambda out: [args.curlq, "get", "-q", "-s", "4", "-d", out, url]),
+        ("curlq -s 8", lambda out: [args.curlq, "get", "-q", "-s", "8", "-d", out, url]),
+        ("curl", lambda out: ["curl", "-s", "-f", "-o", f"{out}/big", url]),
+        ("aria2c -x 4 -s 4", lambda out: ["aria2c", "-q", "-x", "4", "-s", "4", "--file-allocation=none", "-d", out, url]),
+        ("aria2c -x 8 -s 8", lambda out: ["aria2c", "-q", "-x", "8", "-s", "8", "--file-allocation=none", "-d", out, url]),
+        # aria2c splits no piece below --min-split-size (default 20M): 1M, its least, lets it use all 8.
+        ("aria2c -x 8 -s 8 -k 1M", lambda out: ["aria2c", "-q", "-x", "8", "-s", "8", "-k", "1M", "--file-allocation=none", "-d", out, url]),
+    ]
+    rows = []
+    try:
+        for index, (label, argv) in enumerate(runs):
+            out = os.path.join(work, f"out{index}")
+            os.makedirs(out)
+            start = time.monotonic()
+            result = subprocess.run(argv(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            seconds = time.monotonic() - start
+            if result.returncode != 0:
+                raise SystemExit(f"{label} failed ({result.returncode}): {result.stderr[-400:]}")
+            if not filecmp.cmp(served, os.path.join(out, "big"), shallow=False):
+                raise SystemExit(f"{label}: the file differs from the one served")
+            rows.append((label, seconds, size / MIB / seconds))
+            print(f"{label:20} {seconds:7.2f} s {size / MIB / seconds:7.2f} MiB/s", file=sys.stderr)
+            shutil.rmtree(out, ignore_errors=True)
+    finally:
+        nginx.kill()
+        nginx.wait()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"| Command ({args.mib} MiB, nginx limit_rate {args.rate} per connection) | Seconds | MiB/s |")
+    print("|---|---:|---:|")
+    for label, seconds, rate in rows:
+        print(f"| `{label}` | {seconds:.2f} | {rate:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
