@@ -126,6 +126,31 @@ import Glibc
         }
     }
 
+    /// A checksum is checked on the assembled file, once, before the final name: a match is kept,
+    /// a mismatch leaves nothing behind.
+    @Test func aSplitFileIsVerifiedBeforeItsFinalName() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let right = SHA256.hex(of: FixtureServer.expectedBytes(count: 400_000))
+                let wrong = String(repeating: "0", count: 64)
+                let input = """
+                    \(server.url("/bytes/400000?etag=a"))
+                      out=good.bin
+                      sha256=\(right)
+                    \(server.url("/bytes/400000?etag=a&x=1"))
+                      out=bad.bin
+                      sha256=\(wrong)
+                    """
+                let run = try await curlq("get", "-s", "4", "-i", "-", "-d", folder.path, input: input)
+                #expect(run.status == 1, "\(run)")
+                #expect(files(in: folder) == ["good.bin"], "bad.bin or its working files were kept")
+                #expect(isPattern(folder.appendingPathComponent("good.bin"), count: 400_000))
+                #expect(run.stderr.contains("bad.bin: sha256 mismatch"), "\(run.stderr)")
+                #expect(ranges(server, "/bytes/").filter { $0 == "bytes=300000-399999" }.count == 2, "not split")
+            }
+        }
+    }
+
     @Test func sidecarSoundness() {
         let fresh = SplitSidecar.fresh(validator: "\"a\"", total: 10, count: 4)
         #expect(fresh.isSound && fresh.ranges.map(\.length) == [2, 2, 2, 4])
