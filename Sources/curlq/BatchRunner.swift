@@ -209,7 +209,12 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         if let timeout = options.timeout {
             // `--max-file-time` bounds the whole transfer of the file, retries and backoffs included.
             queue.asyncAfter(deadline: .now() + timeout) { [weak self] in
-                guard let self, self.results[index] == nil, let operation = self.operations[index] else { return }
+                guard let self, self.results[index] == nil else { return }
+                if let split = self.splits[index] {  // -s: its ranges stop, .part and sidecar kept
+                    self.model.live[index].timedOut = true
+                    return split.cancel()
+                }
+                guard let operation = self.operations[index] else { return }
                 self.model.live[index].timedOut = true
                 operation.cancel()
             }
@@ -493,9 +498,12 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             downloaded(job, status: resumed ? 206 : 200, attempts: attempts, digests: [:])
         case .failed(let reason, let status, let attempts):
             finalize(index, outcome: .failed, status: status, attempts: attempts, error: reason)
+        case .interrupted where model.live[index].timedOut && interruption == nil:
+            finalize(index, outcome: .failed, status: nil, attempts: max(1, model.live[index].attempts),
+                     error: "timed out: no complete file after \(Self.seconds(options.timeout ?? 0)) (--max-file-time)")
         case .interrupted, .fallback:
             finalize(index, outcome: .interrupted, status: nil, attempts: max(1, model.live[index].attempts),
-                     error: interruption?.description ?? (model.live[index].timedOut ? "timed out (--max-file-time)" : "cancelled"))
+                     error: interruption?.description ?? "cancelled")
         }
     }
 

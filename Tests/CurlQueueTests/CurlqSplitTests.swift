@@ -151,6 +151,20 @@ import Glibc
         }
     }
 
+    /// `--max-file-time` bounds a split file too: it fails, its ranges stop, and the `.part`
+    /// with its sidecar stays for a rerun.
+    @Test func maxFileTimeStopsASplitFile() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let held = server.url("/bytes/400000?etag=a&chunk=10000&holdAt=30000&gate=never").absoluteString
+                let run = try await curlq("get", "-s", "4", "--max-file-time", "1", "-d", folder.path, held)
+                #expect(run.status == 1, "\(run)")
+                #expect(run.stderr.contains("timed out: no complete file after 1 s (--max-file-time)"), "\(run.stderr)")
+                #expect(files(in: folder) == ["400000.part", "400000.part.ranges"])
+            }
+        }
+    }
+
     @Test func sidecarSoundness() {
         let fresh = SplitSidecar.fresh(validator: "\"a\"", total: 10, count: 4)
         #expect(fresh.isSound && fresh.ranges.map(\.length) == [2, 2, 2, 4])
