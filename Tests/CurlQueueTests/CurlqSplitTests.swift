@@ -160,7 +160,8 @@ import Glibc
                 let run = try await curlq("get", "-s", "4", "--max-file-time", "1", "-d", folder.path, held)
                 #expect(run.status == 1, "\(run)")
                 #expect(run.stderr.contains("timed out: no complete file after 1 s (--max-file-time)"), "\(run.stderr)")
-                #expect(files(in: folder) == ["400000.part", "400000.part.ranges"])
+                // On a loaded machine the limit may come before the probe's answer: then nothing was written yet.
+                #expect(Set(files(in: folder)).isSubset(of: ["400000.part", "400000.part.ranges"]), "\(files(in: folder))")
             }
         }
     }
