@@ -53,11 +53,17 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     private var isOver = false
     private var interruption: Interruption?
     private var startTime = monotonicSeconds()
+    // MARK: --session (GetSession.swift): told of each start and end; `recorded` skip with no request.
+    private let session: GetSession?
+    private let recorded: Set<Int>
 
     init(
         jobs: [Job], options: BatchOptions, display: any ProgressDisplay,
-        onProgress: (@Sendable (_ index: Int, _ bytes: Int64, _ runner: BatchRunner) -> Void)? = nil
+        onProgress: (@Sendable (_ index: Int, _ bytes: Int64, _ runner: BatchRunner) -> Void)? = nil,
+        session: GetSession? = nil, recorded: Set<Int> = []
     ) {
+        self.session = session
+        self.recorded = recorded
         self.options = options
         self.display = display
         self.usesTerminal = display.usesTerminal
@@ -205,6 +211,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     /// A file handed to the queue: its start line, and the deadline of `--max-file-time`.
     private func noteStarted(_ index: Int) {
         model.markStarted(index, at: monotonicSeconds())
+        session?.note(.started(index))
         display.started(index, model)
         if let timeout = options.timeout {
             // `--max-file-time` bounds the whole transfer of the file, retries and backoffs included.
@@ -228,6 +235,10 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     /// it against, `--json` or not.
     private func skip(_ job: Job) {
         let size = FileKind.size(paths.final(job)) ?? 0
+        if recorded.contains(job.index) {  // --session: recorded complete at this size
+            finalize(job.index, outcome: .skipped, status: nil, attempts: 0, bytes: size)
+            return
+        }
         model.live[job.index].phase = .verifying
         guard let checksum = job.checksum else {
             checkAnnouncedSize(job, size: size)
@@ -435,6 +446,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             fetched: model.live[index].fetched, transferSeconds: transferSeconds,
             startOrder: admissionOrder[index] ?? 0), kind: kind, paths: paths, job: job)
         results[index] = result
+        session?.note(.finished(index, result))
         remaining -= 1
         model.finish(index, result)
         display.finished(index, result, model)

@@ -35,6 +35,7 @@ struct GetCommand: AsyncParsableCommand {
               curlq get -o disk.iso https://example.org/images/disk-1.iso
               curlq get -i urls.txt -d downloads -j 8 --per-host 2
               curlq get -i urls.txt -d downloads        # again after Ctrl-C: resumes
+              curlq get --session s.db -i urls.txt -d downloads  # again after kill -9: goes on
               curlq get --json -q -i - < urls.txt > report.json
 
             EXIT STATUS: 0 every file downloaded or already there; 1 one or more failed; \
@@ -141,6 +142,9 @@ struct GetCommand: AsyncParsableCommand {
           help: "Resume every NAME.part file, even one without the validator curlq keeps with it (resumed by default).")
     var resume = false
 
+    @Option(help: ArgumentHelp("Record the batch in FILE (an SQLite store, created when missing) as it goes: the same command run again after Ctrl-C, a crash or kill -9 skips the files recorded complete (no request), resumes the interrupted ones and runs the rest. Implies -c.", valueName: "FILE"))
+    var session: String?
+
     @Flag(help: "Start every file over, discarding its NAME.part file.")
     var restart = false
 
@@ -202,6 +206,7 @@ struct GetCommand: AsyncParsableCommand {
         guard jobs >= 0 else { throw ValidationError("--jobs must be 0 (no limit) or more, not \(jobs)") }
         guard perHost >= 0 else { throw ValidationError("--per-host must be 0 (no limit) or more, not \(perHost)") }
         guard !(resume && restart) else { throw ValidationError("-c/--continue and --restart contradict each other: give one") }
+        guard !(session != nil && restart) else { throw ValidationError("--session resumes (it implies -c): --restart contradicts it") }
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more, not \(retries)") }
         guard (1...SplitSidecar.maxRanges).contains(split) else { throw ValidationError("-s/--split must be 1 to \(SplitSidecar.maxRanges), not \(split)") }
         _ = try Self.parseStatuses(retryHTTP)
@@ -251,9 +256,13 @@ struct GetCommand: AsyncParsableCommand {
         }
         let display = quiet ? SilentDisplay() : makeDisplay(progress, interval: progressInterval)
         let signals = SignalTrap()
-        let runner = BatchRunner(jobs: jobs, options: options, display: display)
+        // --session (GetSession.swift): the store says which files are done; it is told of the rest.
+        let session = try self.session.map(GetSession.init(path:))
+        let recorded = try await session?.prepare(jobs, paths: JobPaths(folder: options.directory)) ?? []
+        let runner = BatchRunner(jobs: jobs, options: options, display: display, session: session, recorded: recorded)
         signals.watch(runner)
         let report = await runner.run()
+        await session?.end()
 
         if quiet {
             Output.error(Summary.quietText(report))
@@ -288,7 +297,7 @@ struct GetCommand: AsyncParsableCommand {
         options.timeout = timeout
         options.stallTimeout = stallTimeout > 0 ? stallTimeout : nil
         options.connectTimeout = connectTimeout
-        options.resume = resume
+        options.resume = resume || session != nil  // --session implies -c
         options.restart = restart
         options.overwrite = overwrite
         options.headers = headers.compactMap { try? HeaderField.parse($0).get() }
