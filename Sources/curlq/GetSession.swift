@@ -84,7 +84,13 @@ final class GetSession: @unchecked Sendable {  // safe: `leases`, `warned` are t
             try await store.register(worker)
             _ = try await store.maintain()
             var newest: [String: JobRecord] = [:]
-            for record in try await store.jobs(JobFilter(queue: Self.queueName, limit: Int(Int32.max))) {
+            let records = try await store.jobs(JobFilter(queue: Self.queueName, limit: Int(Int32.max)))
+            // Still running after the rescue: held by a live run, which writes those .part files.
+            if records.contains(where: { $0.state == .running }) {
+                try? await store.unregister(worker.id)
+                throw InUse()
+            }
+            for record in records {
                 guard let key = record.spec.key, newest[key] == nil else { continue }  // newest first
                 newest[key] = record
             }
@@ -110,10 +116,14 @@ final class GetSession: @unchecked Sendable {  // safe: `leases`, `warned` are t
                 for await event in events { await record(event) }
             }
             return done
+        } catch is InUse {
+            throw UsageError("--session \(quoted(path)) is in use by another curlq that is running; nothing was downloaded")
         } catch {
             throw UsageError("--session \(quoted(path)): cannot record the batch in it: \(error); nothing was downloaded")
         }
     }
+
+    private struct InUse: Error {}
 
     /// Each file's own kind, so that its start claims exactly it.
     static func kind(_ key: String) -> String { "curlq.get " + key }

@@ -85,6 +85,33 @@ import Glibc
         }
     }
 
+    /// Two runs on one session would write the same .part files: the second is refused while the
+    /// first runs, and the session is free again once the first is killed.
+    @Test func aSessionInUseByARunningCurlqIsRefused() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let session = folder.appendingPathComponent("batch.session")
+                let files = folder.appendingPathComponent("files")
+                let url = server.url("/bytes/200000?chunk=10000&holdAt=30000&gate=go").absoluteString
+                let arguments = ["get", "--session", session.path, "-d", files.path, "--progress", "none", url]
+                let first = try CurlqProcess(arguments)
+                #expect(await waitForFile(files.appendingPathComponent("200000.part").path, atLeast: 20_000), "never started")
+                let running = try await waitForCounts(session) { $0["running"] == 1 }
+                #expect(running, "the first run was never recorded running")
+                let second = try await curlq(arguments)
+                #expect(second.status == 2, "\(second)")
+                #expect(second.stderr.contains("is in use by another curlq"), "\(second.stderr)")
+                #expect(server.requests.count == 1, "\(server.requests.map(\.path))")
+                first.send(SIGKILL)
+                _ = await first.finish()
+                server.openGate("go")
+                let third = try await curlq(arguments)
+                #expect(third.status == 0, "\(third)")
+                #expect(contents(files.appendingPathComponent("200000")) == FixtureServer.expectedBytes(count: 200_000))
+            }
+        }
+    }
+
     /// A session file that is not a store is a usage error: exit 2, the file as it was, no request.
     @Test func aSessionFileThatIsNotAStoreIsAUsageErrorAndKeptAsItIs() async throws {
         try await withServer { server in
