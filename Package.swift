@@ -187,6 +187,13 @@ let package = Package(
             path: "Tests/DurableWorkerProbe",
             swiftSettings: strict
         ),
+        // The durable stores' benchmark (Benchmarks/durable.py runs it, in release).
+        .executableTarget(
+            name: "durable-bench",
+            dependencies: ["CurlQueue", "CurlQueueDurable", "CurlQueueSQLite"],
+            path: "Benchmarks/DurableBench",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "CurlQueueDurableTests",
             dependencies: [
