@@ -1,14 +1,26 @@
-import CCurl  // curl_version, curl_version_info
+import CCurl  // curl_version_info
 
 /// `curlq --version`: curlq's version, then libcurl's own account of itself as `curl -V` gives
-/// it (from `curl_version` and `curl_version_info`): its version and libraries, the TLS library,
+/// it (from `curl_version_info`): its version and libraries, the TLS library,
 /// the protocols and the features, so that a bug report says what the transfers ran on.
 enum VersionText {
     static var full: String {
-        var lines = ["curlq \(CurlqVersion.number) (\(String(cString: curl_version())))"]
-        guard let info = curl_version_info(CURLVERSION_ELEVENTH)?.pointee else { return lines[0] }
+        // Not `curl_version()`: it asks libldap for its version, whose initialisation reads the
+        // resolver configuration and keeps it (a leak valgrind reports in every curlq run, as
+        // ArgumentParser builds this text for each run's configuration).
+        guard let info = curl_version_info(CURLVERSION_ELEVENTH)?.pointee else { return "curlq \(CurlqVersion.number)" }
         let libcurl = info.version.map { String(cString: $0) } ?? "unknown"
         let tls = info.ssl_version.map { String(cString: $0) } ?? "none"
+        var libraries = ["libcurl/\(libcurl)", tls]
+        if let zlib = info.libz_version { libraries.append("zlib/" + String(cString: zlib)) }
+        if let brotli = info.brotli_version { libraries.append("brotli/" + String(cString: brotli)) }
+        if let idn = info.libidn { libraries.append("libidn2/" + String(cString: idn)) }
+        if let ssh = info.libssh_version { libraries.append(String(cString: ssh)) }
+        if info.nghttp2_ver_num != 0 {
+            let v = info.nghttp2_ver_num
+            libraries.append("nghttp2/\(v >> 16).\((v >> 8) & 0xFF).\(v & 0xFF)")
+        }
+        var lines = ["curlq \(CurlqVersion.number) (\(libraries.joined(separator: " ")))"]
         lines.append("libcurl \(libcurl), TLS: \(tls)")
         lines.append("Protocols: " + names(info.protocols).joined(separator: " "))
         if info.age.rawValue >= CURLVERSION_ELEVENTH.rawValue {
