@@ -29,12 +29,14 @@ import Testing
                 let worker = DurableWorker(store: store, requestQueue: RequestQueue(maxConcurrentRequestCount: 2),
                                            configuration: configuration(folder.appendingPathComponent("files")))
                 let seen = Locked<[JobID: DurableJob]>([:])
-                worker.register(kind: "download") { job in
+                // Weakly: the worker keeps its handlers, and a strong capture would keep the
+                // worker (its store, queue and results) for ever, as LeakSanitizer reported.
+                worker.register(kind: "download") { [weak worker] job in
                     let count = seen.withLock { seen in
                         seen[job.record.id] = job
                         return seen.count
                     }
-                    if count == 3 { worker.stop(drain: .seconds(30)) }  // this handler returns well within it
+                    if count == 3 { worker?.stop(drain: .seconds(30)) }  // this handler returns well within it
                 }
                 try await worker.run()
                 let jobs = seen.withLock { $0 }
