@@ -15,13 +15,8 @@ public struct Response: Sendable {
     /// A response from the engine parses its fields on the first read of this property (from
     /// any thread; the result is kept), so a caller that never looks at them pays nothing.
     public var headerFields: HTTPFields {
-        get {
-            switch values.value.fieldStorage {
-            case .parsed(let fields): fields
-            case .raw(let lines): lines.fields
-            }
-        }
-        set { values.modify { $0.fieldStorage = .parsed(newValue) } }
+        get { values.value.fieldLines.fields }
+        set { values.modify { $0.fieldLines = FieldLines(parsed: newValue) } }
     }
     /// The body. Empty when a successful body went to the request's destination file.
     public var body: Data {
@@ -72,7 +67,7 @@ public struct Response: Sendable {
     /// released its status text, body, fields and URLs.
     private struct Values: Sendable {
         var status: HTTPResponse.Status
-        var fieldStorage: FieldStorage
+        var fieldLines: FieldLines
         var body: Data
         var fileURL: URL?
         var fileDigests: [DigestAlgorithm: String] = [:]
@@ -80,11 +75,6 @@ public struct Response: Sendable {
         var httpVersion: HTTPVersion
         var metrics: TransferMetrics
         var attempts: Int
-    }
-
-    private enum FieldStorage: Sendable {
-        case parsed(HTTPFields)
-        case raw(RawFieldLines)
     }
 
     private var values: CopyOnWrite<Values>
@@ -97,7 +87,7 @@ public struct Response: Sendable {
         httpVersion: HTTPVersion, metrics: TransferMetrics, attempts: Int
     ) {
         values = CopyOnWrite(Values(
-            status: status, fieldStorage: .parsed(headerFields), body: body, fileURL: fileURL,
+            status: status, fieldLines: FieldLines(parsed: headerFields), body: body, fileURL: fileURL,
             effectiveTarget: effectiveURL.map(LazyURL.parsed), httpVersion: httpVersion, metrics: metrics,
             attempts: attempts))
     }
@@ -109,22 +99,32 @@ public struct Response: Sendable {
         httpVersion: HTTPVersion, metrics: TransferMetrics, attempts: Int
     ) {
         values = CopyOnWrite(Values(
-            status: status, fieldStorage: .raw(RawFieldLines(fieldLines)), body: body, fileURL: fileURL,
+            status: status, fieldLines: FieldLines(fieldLines), body: body, fileURL: fileURL,
             effectiveTarget: effectiveTarget, httpVersion: httpVersion, metrics: metrics, attempts: attempts))
     }
 }
 
-/// A response head's field lines, parsed into `HTTPFields` on the first read and kept.
+/// A response head's field lines, parsed into `HTTPFields` on the first read and kept; or
+/// fields given already parsed.
 ///
 /// Shared by the copies of a ``Response`` and read from any thread: the parsed fields are
 /// published once through an `AtomicLazyReference`. Two threads reading first at the same
 /// moment may both parse; one result is kept, and both are equal.
-final class RawFieldLines: Sendable {
+///
+/// One class for both forms rather than an enum of two payloads: Swift keeps such an enum's
+/// case in the spare high bits of the pointer, where LeakSanitizer cannot see it, and a
+/// response still alive at exit was reported as leaked.
+final class FieldLines: Sendable {
     private let lines: [UInt8]
     private let parsed = AtomicLazyReference<SharedValue<HTTPFields>>()
 
     init(_ lines: [UInt8]) {
         self.lines = lines
+    }
+
+    init(parsed fields: HTTPFields) {
+        lines = []
+        _ = parsed.storeIfNil(SharedValue(fields))
     }
 
     var fields: HTTPFields {

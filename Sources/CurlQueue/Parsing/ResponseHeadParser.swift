@@ -9,7 +9,7 @@ import HTTPTypes
 ///
 /// The status line is parsed as it arrives; field lines are only kept, as bytes, and parsed
 /// when ``fields`` is read — most responses' fields are never looked at by the engine, and a
-/// ``Response`` parses them on its first read of `headerFields` (``RawFieldLines``).
+/// ``Response`` parses them on its first read of `headerFields` (``FieldLines``).
 struct ResponseHeadParser {
     private(set) var status: Int?
     private(set) var version = HTTPVersion.http1_1
