@@ -83,6 +83,7 @@ let package = Package(
         .target(
             name: "CurlQueueDemoServer",
             dependencies: [
+                "CurlQueue",  // TextEscaping, shared with curlq
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,3 +1,4 @@
+import CurlQueue
 import Foundation
 package import NIOCore
 package import NIOHTTP1
@@ -16,10 +17,10 @@ package enum EchoJSON {
         body: ByteBuffer?,
         allocator: ByteBufferAllocator
     ) -> ByteBuffer {
-        var json = "{\"method\":" + quoted(method) + ",\"uri\":" + quoted(uri) + ",\"headers\":["
+        var json = "{\"method\":" + TextEscaping.jsonLiteral(method) + ",\"uri\":" + TextEscaping.jsonLiteral(uri) + ",\"headers\":["
         var first = true
         for (name, value) in headers {
-            json += (first ? "[" : ",[") + quoted(name) + "," + quoted(value) + "]"
+            json += (first ? "[" : ",[") + TextEscaping.jsonLiteral(name) + "," + TextEscaping.jsonLiteral(value) + "]"
             first = false
         }
         let encodedBody: String
@@ -28,29 +29,10 @@ package enum EchoJSON {
         } else {
             encodedBody = ""
         }
-        json += "],\"bodyLength\":\(bodyLength),\"body\":" + quoted(encodedBody) + "}"
+        json += "],\"bodyLength\":\(bodyLength),\"body\":" + TextEscaping.jsonLiteral(encodedBody) + "}"
         var buffer = allocator.buffer(capacity: json.utf8.count)
         buffer.writeString(json)
         return buffer
     }
 
-    /// `text` as a JSON string literal.
-    static func quoted(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case let control where control.value < 0x20 || control.value == 0x7F:
-                let hex = String(control.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default:
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
-    }
 }

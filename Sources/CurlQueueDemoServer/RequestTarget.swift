@@ -1,3 +1,5 @@
+import CurlQueue
+
 /// A request target (`/path?query`) split into its path and its query parameters.
 package struct RequestTarget {
     /// Everything before `?`, not percent-decoded.
@@ -16,10 +18,10 @@ package struct RequestTarget {
             var query: [String: String] = [:]
             for pair in raw.split(separator: "&", omittingEmptySubsequences: true) {
                 if let equals = pair.firstIndex(of: "=") {
-                    let name = Self.percentDecode(pair[..<equals])
-                    query[name] = Self.percentDecode(pair[pair.index(after: equals)...])
+                    let name = TextEscaping.percentDecoded(pair[..<equals])
+                    query[name] = TextEscaping.percentDecoded(pair[pair.index(after: equals)...])
                 } else {
-                    query[Self.percentDecode(pair)] = ""
+                    query[TextEscaping.percentDecoded(pair)] = ""
                 }
             }
             self.query = query
@@ -32,7 +34,7 @@ package struct RequestTarget {
 
     /// The path's segments after the leading `/`, percent-decoded: `/gate/a%20b` → `["gate", "a b"]`.
     package var segments: [String] {
-        path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { Self.percentDecode($0) }
+        path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { TextEscaping.percentDecoded($0) }
     }
 
     /// The query parameter `name` as an integer (a leading `+` or `-` is allowed), or `nil` if it
@@ -45,35 +47,5 @@ package struct RequestTarget {
     package func flag(_ name: String) -> Bool {
         guard let value = query[name] else { return false }
         return !["0", "false", "no"].contains(value.lowercased())
-    }
-
-    /// Decodes `%XX` escapes; malformed escapes are kept literally and invalid UTF-8 is repaired.
-    static func percentDecode(_ text: some StringProtocol) -> String {
-        guard text.contains("%") else { return String(text) }
-        let utf8 = Array(text.utf8)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count)
-        var index = 0
-        while index < utf8.count {
-            if utf8[index] == UInt8(ascii: "%"), index + 2 < utf8.count,
-                let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2])
-            {
-                bytes.append(high << 4 | low)
-                index += 3
-            } else {
-                bytes.append(utf8[index])
-                index += 1
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }

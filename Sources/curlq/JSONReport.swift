@@ -1,3 +1,4 @@
+import CurlQueue
 import Foundation
 
 /// `--json`: one JSON object on standard output, written file by file so that a batch of any
@@ -46,25 +47,8 @@ enum JSONReport {
         return text + "}"
     }
 
-    /// A JSON string literal: quotes, backslashes and control characters escaped.
-    static func string(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
-                let hex = String(scalar.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default:
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
-    }
+    /// A JSON string literal (``TextEscaping/jsonLiteral(_:)``).
+    static func string(_ text: String) -> String { TextEscaping.jsonLiteral(text) }
 
     /// Seconds with millisecond precision, always a valid JSON number.
     static func number(_ value: Double) -> String {

@@ -1,3 +1,4 @@
+import CurlQueue
 import Foundation
 
 /// Turns whatever a URL or an `out=` line says into a plain file name that stays inside the
@@ -13,7 +14,7 @@ enum SafeFileName {
     /// percent-decoded, then made safe. The query and fragment play no part.
     static func from(url: URL) -> String {
         let path = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? url.path
-        return sanitize(percentDecode(lastSegment(ofPercentEncodedPath: path)))
+        return sanitize(TextEscaping.percentDecoded(lastSegment(ofPercentEncodedPath: path)))
     }
 
     /// The text after the last `/` of a still percent-encoded path (so `%2F` does not split).
@@ -21,36 +22,6 @@ enum SafeFileName {
         guard let slash = path.lastIndex(of: "/") else { return path[...] }
         return path[path.index(after: slash)...]
     }
-
-    /// Decodes `%XX` escapes; malformed escapes stay as they are, invalid UTF-8 becomes U+FFFD.
-    static func percentDecode(_ text: some StringProtocol) -> String {
-        guard text.contains("%") else { return String(text) }
-        let utf8 = Array(text.utf8)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count)
-        var index = 0
-        while index < utf8.count {
-            if utf8[index] == UInt8(ascii: "%"), index + 2 < utf8.count,
-               let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2]) {
-                bytes.append(high << 4 | low)
-                index += 3
-            } else {
-                bytes.append(utf8[index])
-                index += 1
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
-
     /// Makes `raw` (already decoded) safe to use as a file name in the output folder.
     ///
     /// `../../etc/passwd` becomes `etc_passwd`: the path is split at `/` and `\`, the empty,

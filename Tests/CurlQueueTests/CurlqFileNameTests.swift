@@ -1,4 +1,5 @@
 @testable import curlq
+import CurlQueue
 import Foundation
 import Testing
 
@@ -49,7 +50,7 @@ import Testing
         let inputs = ["../x", "..", ".", "/", "\\..\\", "..%2F", "\u{0}", ". .", ".\u{200B}.", "a/../../b", String(repeating: "../", count: 100)]
         for input in inputs {
             expectSafe(SafeFileName.sanitize(input))
-            expectSafe(SafeFileName.sanitize(SafeFileName.percentDecode(input)))
+            expectSafe(SafeFileName.sanitize(TextEscaping.percentDecoded(input)))
         }
     }
 
@@ -101,7 +102,7 @@ import Testing
             let length = Int.random(in: 0...40, using: &generator)
             let raw = String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
             expectSafe(SafeFileName.sanitize(raw))
-            expectSafe(SafeFileName.sanitize(SafeFileName.percentDecode(raw)))
+            expectSafe(SafeFileName.sanitize(TextEscaping.percentDecoded(raw)))
         }
     }
 }

@@ -1,0 +1,54 @@
+/// Escapes the products share (curlq's report and file names, the demo server): `package`,
+/// not public API.
+package enum TextEscaping {
+    /// `text` with its `%XX` escapes decoded; a malformed escape stays as it is and invalid
+    /// UTF-8 becomes U+FFFD.
+    package static func percentDecoded(_ text: some StringProtocol) -> String {
+        guard text.contains("%") else { return String(text) }
+        let utf8 = Array(text.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var index = 0
+        while index < utf8.count {
+            if utf8[index] == UInt8(ascii: "%"), index + 2 < utf8.count,
+               let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2]) {
+                bytes.append(high << 4 | low)
+                index += 3
+            } else {
+                bytes.append(utf8[index])
+                index += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `text` as a JSON string literal: quotes and backslashes escaped, and control characters,
+    /// DEL, U+2028 and U+2029 as `\uXXXX` (so a line of JSON stays one line everywhere).
+    package static func jsonLiteral(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x2028 || scalar.value == 0x2029:
+                let hex = String(scalar.value, radix: 16)
+                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default:
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
