@@ -21,13 +21,10 @@ import Testing
         return try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any] ?? [:]
     }
 
-    /// Polls `curlq status` until `done` holds for its counts (bounded: 60 s).
+    /// Polls `curlq status` until `done` holds for its counts (a poll: the daemon, another
+    /// process, changes the store, and SQLite has no cross-process notification).
     func waitForCounts(_ store: String, _ done: ([String: Int]) -> Bool) async throws -> Bool {
-        for _ in 0..<300 {
-            if done(try await status(store)["counts"] as? [String: Int] ?? [:]) { return true }
-            try await Task.sleep(for: .milliseconds(200))  // the sleep IS the poll of the store
-        }
-        return false
+        try await pollStore { done(try await status(store)["counts"] as? [String: Int] ?? [:]) }
     }
 
     /// The process's exit status; one that does not exit within `timeout` is killed and reported.
@@ -58,14 +55,7 @@ import Testing
                     return daemon
                 }
                 let first = try startDaemon()
-                let started = try await offThePool { () -> Bool in
-                    for _ in 0..<1500 {  // bounded: 30 s
-                        let names = (try? FileManager.default.contentsOfDirectory(atPath: files.path)) ?? []
-                        if names.filter({ $0.hasSuffix(".part") }).count == 2 { return true }
-                        usleep(20_000)  // the poll IS the wait for the files
-                    }
-                    return false
-                }
+                let started = await waitForFolder(files) { names(in: files).filter { $0.hasSuffix(".part") }.count == 2 }
                 #expect(started)
                 kill(first.processIdentifier, SIGTERM)
                 #expect(try await exitStatus(first, timeout: .seconds(30)) == 0, "drained and exited")

@@ -59,15 +59,11 @@ import Testing
                 for _ in 0..<2 {
                     let before = partSizes()
                     let worker = try startProbe(["run", database, downloads.path, "4"])
-                    let partial = try await offThePool { () -> Bool in
-                        for _ in 0..<3000 {  // bounded: 60 s
-                            if partSizes().contains(where: { $0.value > (before[$0.key] ?? 0) + 256 * 1024 }) { return true }
-                            usleep(20_000)  // the poll IS the wait for bytes on disk
-                        }
-                        return false
+                    let partial = await waitForFolder(downloads, timeout: 60) {
+                        partSizes().contains { $0.value > (before[$0.key] ?? 0) + 256 * 1024 }
                     }
                     #expect(partial, "a download was under way")
-                    usleep(UInt32.random(in: 0..<300_000, using: &generator))  // a random moment
+                    usleep(UInt32.random(in: 0..<300_000, using: &generator))  // the sleep IS the event: a random moment to kill at
                     kill(worker.processIdentifier, SIGKILL)
                     worker.waitUntilExit()
                     #expect(worker.terminationReason == .uncaughtSignal)
@@ -133,11 +129,8 @@ import Testing
             let specs = (0..<2).map { JobSpec(kind: "download", request: JobRequest(url: "http://127.0.0.1:9/\($0)")) }
             _ = try await store.enqueue(specs, queue: "default", order: .fifo)
             let holder = try startProbe(["hold", database])
-            var held = false
-            for _ in 0..<300 {  // bounded: 60 s
-                if try await store.counts(queue: "default")[.running] == 2 { held = true; break }
-                try await Task.sleep(for: .milliseconds(200))  // the sleep IS the poll of the store
-            }
+            // A poll: the holder, another process, changes the store (no notification crosses processes).
+            let held = try await pollStore { try await store.counts(queue: "default")[.running] == 2 }
             #expect(held)
             #expect(try await store.maintain().rescued == 0, "alive: its lock is held")
             kill(holder.processIdentifier, SIGKILL)

@@ -69,14 +69,7 @@ import Testing
                 worker.register(kind: "download") { _ in }
                 let running = Task { try await worker.run() }
                 // Wait for bytes on disk, then stop with a short drain.
-                let started = try await offThePool { () -> Bool in
-                    for _ in 0..<1500 {  // bounded: 30 s
-                        let names = (try? FileManager.default.contentsOfDirectory(atPath: files.path)) ?? []
-                        if names.filter({ $0.hasSuffix(".part") }).count == 2 { return true }
-                        usleep(20_000)  // the poll IS the wait for the files
-                    }
-                    return false
-                }
+                let started = await waitForFolder(files) { names(in: files).filter { $0.hasSuffix(".part") }.count == 2 }
                 #expect(started)
                 worker.stop(drain: .milliseconds(200))
                 try await running.value

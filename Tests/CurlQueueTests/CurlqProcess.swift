@@ -258,34 +258,6 @@ func curlq(_ arguments: String..., input: String? = nil, in directory: URL? = ni
     try await curlq(arguments, input: input, in: directory, environment: environment)
 }
 
-/// Waits, woken by inotify, until the file at `path` holds at least `bytes` bytes.
-func waitForFile(_ path: String, atLeast bytes: Int64, timeout: Double = 20) async -> Bool {
-    await withCheckedContinuation { continuation in
-        Thread {
-            let watcher = inotify_init1(Int32(IN_CLOEXEC))
-            defer { close(watcher) }
-            let folder = (path as NSString).deletingLastPathComponent
-            _ = inotify_add_watch(watcher, folder, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE))
-            let deadline = Date().addingTimeInterval(timeout)
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber,
-                   size.int64Value >= bytes {
-                    continuation.resume(returning: true)
-                    return
-                }
-                let remaining = deadline.timeIntervalSinceNow
-                if remaining <= 0 {
-                    continuation.resume(returning: false)
-                    return
-                }
-                var descriptor = pollfd(fd: watcher, events: Int16(POLLIN), revents: 0)
-                if poll(&descriptor, 1, Int32(min(remaining, 1) * 1000)) > 0 { _ = read(watcher, &buffer, buffer.count) }
-            }
-        }.start()
-    }
-}
-
 func contents(_ url: URL) -> [UInt8]? { (try? Data(contentsOf: url)).map(Array.init) }
 func files(in folder: URL) -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted() }
 
