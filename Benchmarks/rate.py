@@ -26,7 +26,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_nginx(work, files):
+def start_nginx(work, files, limit_rate=None):
+    """Starts nginx serving `files` ({name: size in bytes, a multiple of 1 MiB}) from work/www on
+    a free port of 127.0.0.1; `limit_rate` (nginx's syntax, "2m") limits each connection. Returns
+    (process, base URL). Benchmarks/split.py and durable.py use it too."""
     www = os.path.join(work, "www")
     os.makedirs(www)
     chunk = os.urandom(MIB)
@@ -42,7 +45,7 @@ daemon off; master_process off; worker_processes 1;
 pid {work}/nginx.pid; error_log {work}/error.log warn;
 events {{ worker_connections 256; }}
 http {{
-    access_log off; sendfile on;
+    access_log off; sendfile on;{f" limit_rate {limit_rate};" if limit_rate else ""}
     client_body_temp_path {work}/t-body; proxy_temp_path {work}/t-proxy;
     fastcgi_temp_path {work}/t-fcgi; uwsgi_temp_path {work}/t-uwsgi; scgi_temp_path {work}/t-scgi;
     root {www};

@@ -9,48 +9,10 @@ Last-Modified, so curlq may split it) into an empty folder; the time is the proc
 time, start-up included, and every result is checked byte for byte against the file served.
 Prints a Markdown table (docs/performance.md has one).
 """
-import argparse, filecmp, os, shutil, socket, subprocess, sys, tempfile, time
+import argparse, filecmp, os, shutil, subprocess, sys, tempfile, time
 
-MIB = 1 << 20
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_nginx(work, size, rate):
-    www = os.path.join(work, "www")
-    os.makedirs(www)
-    with open(os.path.join(www, "big"), "wb") as f:
-        for _ in range(size // MIB):
-            f.write(os.urandom(MIB))
-    port = free_port()
-    conf = os.path.join(work, "nginx.conf")
-    with open(conf, "w") as f:
-        f.write(f"""
-daemon off; master_process off; worker_processes 1;
-pid {work}/nginx.pid; error_log {work}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log off; sendfile on; limit_rate {rate};
-    client_body_temp_path {work}/t-body; proxy_temp_path {work}/t-proxy;
-    fastcgi_temp_path {work}/t-fcgi; uwsgi_temp_path {work}/t-uwsgi; scgi_temp_path {work}/t-scgi;
-    root {www};
-    server {{ listen 127.0.0.1:{port}; }}
-}}
-""")
-    process = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-p", work, "-c", conf, "-e", f"{work}/error.log"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return process, f"http://127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.025)
-    process.kill()
-    raise SystemExit("nginx did not start")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rate import MIB, start_nginx  # noqa: E402
 
 
 def main():
@@ -65,7 +27,7 @@ def main():
     args = parser.parse_args()
     size = args.mib * MIB
     work = tempfile.mkdtemp(prefix="curlq-split-")
-    nginx, base = start_nginx(work, size, args.rate)
+    nginx, base = start_nginx(work, {"big": size}, limit_rate=args.rate)
     url = f"{base}/big"
     served = os.path.join(work, "www", "big")
     runs = [
