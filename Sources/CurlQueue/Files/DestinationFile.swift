@@ -19,6 +19,12 @@ import Musl
 /// elsewhere, a FIFO, a device) is removed and a new file created in its place, opened with
 /// `O_NOFOLLOW | O_NONBLOCK` and checked with `fstat`. So a planted link cannot have the
 /// server's bytes written outside the folder, and no `open(2)` can block the engine thread.
+///
+/// A writer holds an exclusive `flock` on its `.part` for as long as it has it open. A `.part`
+/// locked by another transfer (another process, such as a durable worker that lost its job to
+/// another while it was stopped, or another operation of this one) is never resumed or appended
+/// to: this transfer starts a file of its own in its place, and the other one's writes go to
+/// the file it opened, now without a name, never into this one's or the finished file.
 struct DestinationFile {
     let destination: URL
     let partPath: String
@@ -58,7 +64,7 @@ struct DestinationFile {
             throw .fileSystem("destination folder \(directory) does not exist")
         }
         var info = stat()
-        if resume, lstat(partPath, &info) == 0, Self.isResumable(info) {
+        if resume, lstat(partPath, &info) == 0, Self.isResumable(info), !Self.isBeingWritten(partPath) {
             resumeOffset = Int64(info.st_size)
             resumeValidator = resumeOffset > 0 ? Self.readValidator(partPath) : nil
         } else {
@@ -74,6 +80,14 @@ struct DestinationFile {
     /// planted there could otherwise give to a file outside the folder.
     private static func isResumable(_ info: stat) -> Bool {
         (info.st_mode & S_IFMT) == S_IFREG && info.st_nlink == 1
+    }
+
+    /// Whether another transfer has the `.part` at `path` open for writing (it holds the lock).
+    private static func isBeingWritten(_ path: String) -> Bool {
+        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { _ = Glibc.close(fd) }
+        return flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK
     }
 
     /// Opens the `.part` file for a response body: appending when `append`, else a new file.
@@ -97,6 +111,11 @@ struct DestinationFile {
         guard fstat(fd, &info) == 0, Self.isResumable(info), !append || Int64(info.st_size) == resumeOffset else {
             _ = Glibc.close(fd)
             throw .fileSystem(append ? "\(partPath) changed while resuming" : "\(partPath) is not a regular file of its own")
+        }
+        // Held until the descriptor is closed (the kernel drops it when the process dies).
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            _ = Glibc.close(fd)
+            throw .fileSystem("\(partPath) is being written by another transfer")
         }
         descriptor = fd
         written = (UInt(info.st_dev), UInt(info.st_ino))
@@ -171,9 +190,14 @@ struct DestinationFile {
         }
     }
 
-    /// Removes the `.part` file (its content cannot be resumed).
+    /// Removes the `.part` file (its content cannot be resumed), unless the name now stands for
+    /// another transfer's file.
     mutating func discard() {
         close()
+        var info = stat()
+        if let written, lstat(partPath, &info) == 0, UInt(info.st_dev) != written.device || UInt(info.st_ino) != written.inode {
+            return
+        }
         unlink(partPath)
     }
 }
