@@ -184,7 +184,7 @@ let package = Package(
         // Test-only: a durable worker in a process of its own, for the tests that kill it.
         .executableTarget(
             name: "DurableWorkerProbe",
-            dependencies: ["CurlQueue", "CurlQueueDurable", "CurlQueueSQLite"],
+            dependencies: ["CurlQueue", "CurlQueueDurable", "CurlQueueSQLite", "CurlQueuePostgres"],
             path: "Tests/DurableWorkerProbe",
             swiftSettings: strict
         ),

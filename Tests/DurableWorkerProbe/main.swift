@@ -1,23 +1,53 @@
-// A test helper: a durable worker in a process of its own, for the tests that kill it.
+// A test helper: a durable worker in a process of its own, for the tests that kill, stop and
+// continue it.
 //
-//   DurableWorkerProbe open DB           opens (creating) the store and exits
-//   DurableWorkerProbe hold DB           registers a worker, claims every job of "default" and
-//                                        waits to be killed (no heartbeat)
-//   DurableWorkerProbe run DB FOLDER N   runs a worker (N slots) on queue "default" until every
-//                                        job is final and handled, then exits 0. Handled jobs are
-//                                        appended to FOLDER/handled.log; a job whose credential
-//                                        is "crash" aborts the process when it starts.
+//   DurableWorkerProbe open STORE           opens (creating) the store and exits
+//   DurableWorkerProbe hold STORE           registers a worker, claims every job of "default" and
+//                                           waits to be killed (no heartbeat)
+//   DurableWorkerProbe run STORE FOLDER N   runs a worker (N slots) on queue "default" until every
+//                                           job is final and handled, then exits 0. Each handler
+//                                           call appends "ID PID fresh|rerun" to FOLDER/handled.log
+//                                           (fresh: this process's finish recorded the outcome;
+//                                           rerun: the outcome was recorded earlier, by a worker
+//                                           that died before its handler returned); a job whose
+//                                           credential is "crash" aborts the process when it starts.
+//
+// STORE is `sqlite:PATH`, `postgres://…` (or `postgresql://…`), or a plain path (SQLite).
+// The environment sets the times, in seconds, so that tests can use short leases:
+//   CQ_PROBE_TTL          the store's worker TTL (its default, 60, when unset)
+//   CQ_PROBE_HEARTBEAT    the heartbeat interval (1)
+//   CQ_PROBE_SELF_FENCE   the self-fence (10)
+//   CQ_PROBE_MAINTENANCE  the maintenance interval (0.5)
 import CurlQueue
 import CurlQueueDurable
+import CurlQueuePostgres
 import CurlQueueSQLite
 import Foundation
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
-    FileHandle.standardError.write(Data("usage: DurableWorkerProbe open DB | run DB FOLDER N\n".utf8))
+    FileHandle.standardError.write(Data("usage: DurableWorkerProbe open STORE | hold STORE | run STORE FOLDER N\n".utf8))
     exit(2)
 }
-let store = try SQLiteJobStore(path: arguments[2])
+let environment = ProcessInfo.processInfo.environment
+func seconds(_ name: String, _ fallback: Double) -> Duration {
+    .milliseconds(Int64((environment[name].flatMap(Double.init) ?? fallback) * 1000))
+}
+let ttl = environment["CQ_PROBE_TTL"].flatMap(Double.init)
+
+func openStore(_ argument: String) async throws -> any JobStore {
+    if argument.hasPrefix("postgres://") || argument.hasPrefix("postgresql://") {
+        var configuration = PostgresJobStore.Configuration()
+        if let ttl { configuration.workerTTL = ttl }
+        return try await PostgresJobStore.open(url: argument, configuration: configuration)
+    }
+    var options = SQLiteJobStore.Options()
+    if let ttl { options.workerTTL = .milliseconds(Int64(ttl * 1000)) }
+    let path = argument.hasPrefix("sqlite:") ? String(argument.dropFirst("sqlite:".count)) : argument
+    return try SQLiteJobStore(path: path, options: options)
+}
+
+let store = try await openStore(arguments[2])
 if arguments[1] == "open" {
     print("opened")
     exit(0)
@@ -31,15 +61,17 @@ if arguments[1] == "hold" {
 let folder = URL(fileURLWithPath: arguments[3])
 let queue = RequestQueue(maxConcurrentRequestCount: Int(arguments[4]) ?? 4)
 var configuration = DurableWorker.Configuration(folder: folder)
-configuration.heartbeatInterval = .seconds(1)
-configuration.selfFence = .seconds(10)
-configuration.maintenanceInterval = .milliseconds(500)
+configuration.heartbeatInterval = seconds("CQ_PROBE_HEARTBEAT", 1)
+configuration.selfFence = seconds("CQ_PROBE_SELF_FENCE", 10)
+configuration.maintenanceInterval = seconds("CQ_PROBE_MAINTENANCE", 0.5)
 configuration.pollInterval = .milliseconds(200)
 let worker = DurableWorker(store: store, requestQueue: queue, configuration: configuration)
 let log = folder.appendingPathComponent("handled.log").path
+let pid = getpid()
 worker.register(kind: "download") { job in
+    // One write(2) of one short line to an O_APPEND file: lines of several processes never mix.
     let descriptor = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-    let line = "\(job.record.id)\n"
+    let line = "\(job.record.id) \(pid) \(job.response == nil ? "rerun" : "fresh")\n"
     _ = line.withCString { write(descriptor, $0, strlen($0)) }
     close(descriptor)
 }
@@ -51,8 +83,11 @@ let watcher = Task {
     // Stops the worker once the store holds nothing left to do (bounded by the test's timeout).
     while !Task.isCancelled {
         try await Task.sleep(for: .milliseconds(200))  // the sleep IS the poll of the store
-        let jobs = try await store.jobs(JobFilter(limit: 100_000))
-        if !jobs.isEmpty, jobs.allSatisfy({ $0.state.isFinal && $0.handled }) {
+        // The counts first: cheap while jobs wait or run; the whole list only when none does.
+        let counts = try await store.counts(queue: "default")
+        guard !counts.isEmpty, counts.allSatisfy({ $0.key.isFinal || $0.value == 0 }) else { continue }
+        let unhandled = try await store.jobs(JobFilter(limit: 100_000)).filter { !$0.handled }
+        if unhandled.isEmpty {
             worker.stop(drain: .zero)
             return
         }
@@ -60,4 +95,5 @@ let watcher = Task {
 }
 try await worker.run()
 watcher.cancel()
+if let postgres = store as? PostgresJobStore { await postgres.close() }
 print("done")
