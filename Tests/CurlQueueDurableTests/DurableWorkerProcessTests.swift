@@ -11,7 +11,7 @@ import Testing
 @Suite struct DurableWorkerProcessTests {
     static let probe = builtProduct("DurableWorkerProbe")
 
-    func startProbe(_ arguments: [String]) throws -> Process {
+    func startProbe(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
         let process = Process()
         process.executableURL = Self.probe
         process.arguments = arguments
@@ -19,6 +19,7 @@ import Testing
         // The poison job aborts the probe on purpose: no backtrace in the test log for it.
         process.standardError = FileHandle.nullDevice
         process.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
+            .merging(environment) { $1 }
         try process.run()
         return process
     }
@@ -138,6 +139,49 @@ import Testing
             let report = try await store.maintain()
             #expect(report.rescued == 2 && report.deadWorkers.count == 1, "rescued at once, within the TTL")
             #expect(try await store.counts(queue: "default") == [.available: 2])
+        }
+    }
+
+    /// On SQLite a stopped (SIGSTOP) worker keeps its `flock`, so it counts as alive however
+    /// long it is stopped: past its TTL no `maintain()` rescues its job. Continued (SIGCONT)
+    /// past its self-fence, it stops the transfer and records nothing, then gives the job back
+    /// (the store still counts it as its own) and the job completes, resumed, once. Without the
+    /// give-back the job stayed `running` under a live worker for ever.
+    @Test func aStoppedWorkerKeepsItsLockAndItsJobThenGivesItBackWhenContinued() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let database = folder.appendingPathComponent("jobs.sqlite").path
+                let store = try SQLiteJobStore(path: database)
+                let size = 16 << 20  // at 32 KiB per 5 ms: 2.5 s or more
+                let id = try await store.enqueue(
+                    [JobSpec(kind: "download", request: JobRequest(
+                        url: server.baseURL + "/bytes/\(size)?chunk=32768&drip=5", destination: "slow.bin"))],
+                    queue: "default", order: .fifo)[0].id
+                let part = folder.appendingPathComponent("slow.bin.part").path
+                let leases = ["CQ_PROBE_TTL": "2", "CQ_PROBE_HEARTBEAT": "0.5", "CQ_PROBE_SELF_FENCE": "1.5"]
+                let worker = try startProbe(["run", "sqlite:" + database, folder.path, "1"],
+                                            environment: leases)
+                defer { if worker.isRunning { kill(worker.processIdentifier, SIGCONT); kill(worker.processIdentifier, SIGKILL) } }
+                try #require(await waitForFile(part, atLeast: 1 << 20, timeout: 60), "the download is under way")
+                kill(worker.processIdentifier, SIGSTOP)
+                try await Task.sleep(for: .seconds(3))  // the sleep IS the event: the 2 s TTL passing
+                let report = try await store.maintain()
+                #expect(report.rescued == 0 && report.deadWorkers.isEmpty, "alive through its lock, past its TTL")
+                #expect(try await store.counts(queue: "default") == [.running: 1])
+
+                kill(worker.processIdentifier, SIGCONT)
+                #expect(try await exitStatus(worker, timeout: .seconds(60)) == 0, "the job completes and the worker exits")
+                let record = try #require(try await store.jobs(JobFilter(ids: [id])).first)
+                #expect(record.state == .completed && record.handled, "\(record.state) \(record.lastError ?? "")")
+                #expect(record.attempt == 1, "given back, not counted as a failed attempt")
+                let data = try Data(contentsOf: folder.appendingPathComponent("slow.bin"))
+                #expect(data == Data(FixtureServer.expectedBytes(count: size)), "slow.bin byte-identical")
+                let requests = server.requests.filter { $0.path == "/bytes/\(size)" }
+                #expect(requests.count == 2 && requests[1].headers.contains { $0.name.lowercased() == "range" },
+                        "resumed with Range after the give-back")
+                let log = try String(contentsOf: folder.appendingPathComponent("handled.log"), encoding: .utf8)
+                #expect(log == "\(id) \(worker.processIdentifier) fresh\n", "recorded and handled once")
+            }
         }
     }
 

@@ -81,6 +81,34 @@ import Testing
         #expect(machine.held.isEmpty)
     }
 
+    /// A worker stopped (SIGSTOP) past its self-fence, or cut off from the store for less than
+    /// the TTL, fences itself; when the store then says it is alive and still holds the jobs
+    /// (no rescue takes a live worker's jobs), it gives them back instead of keeping them
+    /// `running` for ever. Once, and only after their transfer has ended.
+    @Test func aSelfFenceTheStoreDidNotFollowGivesTheJobsBack() {
+        var machine = Machine(settings: settings, now: start)
+        _ = machine.tick(now: start)
+        _ = machine.heartbeatReplied(.alive(held: [], cancelRequested: []), sentAt: start, now: start)
+        _ = machine.claimed([job(1), job(2)], limit: 2, now: start)
+        // Stopped for a minute: the first tick after it fences and asks for a heartbeat.
+        let later = start + .seconds(60)
+        let fence = machine.tick(now: later)
+        #expect(fence.contains(.cancelTransfer(1)) && fence.contains(.cancelTransfer(2)) && fence.contains(.heartbeat(jobs: [1, 2])))
+        _ = machine.transferEnded(1, outcome: .cancelled(reason: "cancelled"), now: later)
+        let alive = machine.heartbeatReplied(.alive(held: [1, 2], cancelRequested: []), sentAt: later, now: later)
+        #expect(alive.contains(.giveBack([Lease(job: 1, token: 1)])), "ended: given back")
+        #expect(!alive.contains(.giveBack([Lease(job: 1, token: 1), Lease(job: 2, token: 1)])), "2 still transferring")
+        _ = machine.transferEnded(2, outcome: .cancelled(reason: "cancelled"), now: later)
+        let next = later + .seconds(15)
+        _ = machine.tick(now: next)
+        #expect(machine.heartbeatReplied(.alive(held: [2], cancelRequested: []), sentAt: next, now: next)
+            .contains(.giveBack([Lease(job: 2, token: 1)])))
+        let third = next + .seconds(15)
+        _ = machine.tick(now: third)
+        #expect(!machine.heartbeatReplied(.alive(held: [], cancelRequested: []), sentAt: third, now: third)
+            .contains { if case .giveBack = $0 { true } else { false } }, "given back once")
+    }
+
     @Test func declaredDeadAbandonsAndRegistersAgain() {
         var machine = Machine(settings: settings, now: start)
         _ = machine.tick(now: start)

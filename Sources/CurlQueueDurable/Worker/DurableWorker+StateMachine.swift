@@ -59,6 +59,9 @@ struct WorkerStateMachine {
         case heartbeat(jobs: [JobID])
         case maintain
         case release([Lease])
+        /// Gives back jobs this worker abandoned while the store still counts them as its own
+        /// (a self-fence the store did not follow): unlike ``release(_:)``, not a step of stopping.
+        case giveBack([Lease])
         case reregister
         case stopped
     }
@@ -72,6 +75,13 @@ struct WorkerStateMachine {
     private var lastGoodHeartbeat: Instant
     private var nextMaintenance: Instant
     private var releasing: [Lease] = []
+    /// Jobs given up (their transfer cancelled, nothing more recorded) on a self-fence or a
+    /// heartbeat that no longer listed them, whose lease the store may still count as this
+    /// worker's. A self-fence the store did not follow (the process was stopped, or the store
+    /// was away for less than its TTL) would otherwise leave them `running` under a live worker
+    /// for ever: no rescue takes a live worker's jobs. The next heartbeat that says they are
+    /// still held gives them back, once their transfer has ended.
+    private var abandoned: [JobID: Lease] = [:]
     private var deadlinePassed = false
 
     init(settings: Settings, now: Instant) {
@@ -220,10 +230,22 @@ struct WorkerStateMachine {
         switch reply {
         case .declaredDead:
             lastGoodHeartbeat = sentAt
-            return abandonAll() + [.reregister] + settle()
+            let actions = abandonAll()
+            abandoned.removeAll()  // the store takes back everything a dead worker held
+            return actions + [.reregister] + settle()
         case .alive(let stillHeld, let cancelRequested):
             lastGoodHeartbeat = sentAt
             var actions: [Action] = []
+            var giveBack: [Lease] = []
+            for (id, lease) in abandoned.sorted(by: { $0.key < $1.key }) {
+                if !stillHeld.contains(id) {
+                    abandoned[id] = nil  // rescued or claimed by another: not ours any more
+                } else if held[id] == nil {
+                    abandoned[id] = nil  // its transfer has ended: nothing of ours writes for it
+                    giveBack.append(lease)
+                }
+            }
+            if !giveBack.isEmpty { actions.append(.giveBack(giveBack)) }
             for (id, job) in held.sorted(by: { $0.key < $1.key }) where job.claimedAt < sentAt {
                 if !stillHeld.contains(id) {
                     actions += abandon(id)
@@ -267,6 +289,7 @@ struct WorkerStateMachine {
 
     private mutating func abandon(_ id: JobID) -> [Action] {
         guard let job = held[id] else { return [] }
+        abandoned[id] = job.lease
         if case .transfer(let intent) = job.stage {
             if intent == .abandon { return [] }
             held[id]?.stage = .transfer(intent: .abandon)

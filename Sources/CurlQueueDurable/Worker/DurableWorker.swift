@@ -238,6 +238,8 @@ public final class DurableWorker: Sendable {
                             try? await store.release(leases)
                             continuation.yield(.released)
                         }
+                    case .giveBack(let leases):
+                        group.addTask { [store] in try? await store.release(leases) }
                     case .reregister:
                         group.addTask { [store, info] in try? await store.register(info) }
                     case .stopped:
