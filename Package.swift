@@ -212,7 +212,10 @@ let package = Package(
         // Needs a PostgreSQL server: scripts/test starts one (scripts/test-postgres).
         .testTarget(
             name: "CurlQueuePostgresTests",
-            dependencies: ["CurlQueuePostgres", "CurlQueueDurable", "CurlQueueDurableTestSupport", "CurlQueue"],
+            dependencies: [
+                "CurlQueuePostgres", "CurlQueueDurable", "CurlQueueDurableTestSupport", "CurlQueue",
+                "CurlQueueTestHelpers", "CurlQueueTestSupport", "DurableWorkerProbe",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
