@@ -90,6 +90,10 @@ public struct Request: Hashable, Sendable {
     ///
     /// Without it, an existing `.part` is removed when the first attempt starts. Either way,
     /// the retries of an operation resume the `.part` its own attempts wrote.
+    ///
+    /// A transfer holds a `flock` on the `.part` it writes. A `.part` that another transfer
+    /// (of this process or another) is writing is never resumed or appended to: this one asks
+    /// for the whole body and writes a file of its own in its place.
     public var resume: Bool {
         get { values.value.resume }
         set { values.modify { $0.resume = newValue } }
