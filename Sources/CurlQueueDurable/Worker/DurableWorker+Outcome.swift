@@ -1,10 +1,16 @@
 import CurlQueue
+import HTTPTypes
 import Foundation
 
 extension DurableWorker {
     /// What an attempt's result means for the store: a retryable status or a transport
     /// failure is tried again after the job's backoff while attempts remain (through the store,
     /// so the schedule survives a restart); a cancel is `.cancelled`; the rest is final.
+    ///
+    /// A retryable status with a `Retry-After` (seconds or an HTTP-date) is tried again no
+    /// earlier than it asks (or after the backoff, when that is longer). A server asking for
+    /// more than ``JobRetryPolicy/maxRetryAfter`` gets no retry: the response is the job's
+    /// outcome, as in the in-memory queue.
     static func outcome(
         of result: Result<Response, RequestError>, job: JobRecord, now: Date, random: Double
     ) -> JobOutcome {
@@ -15,7 +21,13 @@ extension DurableWorker {
         case .success(let response):
             let status = response.status.code
             if retry.retryableStatuses.contains(status), attemptsLeft {
-                return .retry(reason: "HTTP \(status)", at: retryAt)
+                guard let value = response.headerFields[.retryAfter], let asked = RetryAfter.delay(value, now: now) else {
+                    return .retry(reason: "HTTP \(status)", at: retryAt)
+                }
+                let seconds = Double(asked.components.seconds) + Double(asked.components.attoseconds) / 1e18
+                if seconds <= retry.maxRetryAfter {
+                    return .retry(reason: "HTTP \(status), Retry-After \(value)", at: max(retryAt, now.addingTimeInterval(seconds)))
+                }
             }
             let destination = job.spec.request.destination
             return .completed(JobResult(

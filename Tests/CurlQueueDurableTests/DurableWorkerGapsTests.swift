@@ -1,0 +1,65 @@
+import CurlQueue
+import CurlQueueDurable
+import CurlQueueSQLite
+import CurlQueueTestHelpers
+import CurlQueueTestSupport
+import Foundation
+import Testing
+
+/// A worker in this process against the fixture server: Retry-After in the store's schedule.
+@Suite struct DurableWorkerGapsTests {
+    func configuration(_ folder: URL) -> DurableWorker.Configuration {
+        var configuration = DurableWorker.Configuration(folder: folder)
+        configuration.heartbeatInterval = .seconds(1)
+        configuration.pollInterval = .milliseconds(100)
+        configuration.maintenanceInterval = .milliseconds(500)
+        return configuration
+    }
+
+    @Test func aRetryAfterSchedulesTheNextAttemptNoEarlierThanItSays() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let store = try SQLiteJobStore(path: folder.appendingPathComponent("jobs.sqlite").path)
+                // A backoff of 50 ms: without Retry-After the retry would come at once.
+                let retry = JobRetryPolicy(maxAttempts: 3, initialBackoff: 0.05, jitter: 0, maxRetryAfter: 60)
+                let specs = [
+                    JobSpec(kind: "download", request: JobRequest(url: server.baseURL + "/flaky/ra-seconds?failures=1&status=503&retryAfter=2"),
+                            retry: retry),
+                    JobSpec(kind: "download", request: JobRequest(url: server.baseURL + "/flaky/ra-date?failures=1&status=429&retryAfterDate=3"),
+                            retry: retry),
+                    // Asks for longer than maxRetryAfter: no retry, the 503 is the outcome (as in memory).
+                    JobSpec(kind: "download", request: JobRequest(url: server.baseURL + "/flaky/ra-long?failures=1&status=503&retryAfter=3600"),
+                            retry: retry),
+                ]
+                let ids = try await store.enqueue(specs, queue: "default", order: .fifo).map(\.id)
+                let worker = DurableWorker(store: store, requestQueue: RequestQueue(maxConcurrentRequestCount: 4),
+                                           configuration: configuration(folder.appendingPathComponent("files")))
+                let handled = Locked<Set<JobID>>([])
+                worker.register(kind: "download") { [weak worker] job in
+                    let count = handled.withLock { $0.insert(job.record.id); return $0.count }
+                    if count == 3 { worker?.stop(drain: .seconds(30)) }
+                }
+                try await worker.run()
+                let records = Dictionary(uniqueKeysWithValues: try await store.jobs(JobFilter()).map { ($0.id, $0) })
+                for (id, name, asked) in [(ids[0], "ra-seconds", 2.0), (ids[1], "ra-date", 2.0)] {
+                    guard case .completed(let result)? = records[id]?.outcome else {
+                        Issue.record("\(name): \(String(describing: records[id]))")
+                        continue
+                    }
+                    #expect(result.status == 200 && records[id]?.attempt == 2)
+                    let arrivals = server.requests.filter { $0.path == "/flaky/\(name)" }.map(\.arrival).sorted()
+                    #expect(arrivals.count == 2)
+                    guard arrivals.count == 2 else { continue }
+                    // An HTTP-date has whole seconds: 3 s from now is at least 2 s from the first answer.
+                    let gap = arrivals[1] - arrivals[0]
+                    #expect(gap >= .seconds(asked), "\(name): the retry came \(gap) after the 503, before its Retry-After")
+                }
+                guard case .completed(let long)? = records[ids[2]]?.outcome else {
+                    Issue.record("ra-long: \(String(describing: records[ids[2]]))")
+                    return
+                }
+                #expect(long.status == 503 && records[ids[2]]?.attempt == 1, "longer than maxRetryAfter: not retried")
+            }
+        }
+    }
+}
