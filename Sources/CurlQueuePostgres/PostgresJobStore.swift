@@ -311,6 +311,7 @@ public final class PostgresJobStore: JobStore {
             let rescue = try Self.rescue(connection)
             report.rescued = rescue.rescued
             report.failed = rescue.failed
+            report.handlerFailed = rescue.handlerFailed
             report.deadWorkers = rescue.deadWorkers
             for queue in Set(promoted + rescue.queues) { try connection.query(SQL.notify, [queue]) }
             if try connection.query("SELECT pg_try_advisory_lock(hashtext('curlqueue.prune'))")[0][0] == "t" {
@@ -325,15 +326,17 @@ public final class PostgresJobStore: JobStore {
     /// The outcomes the rescue records for a job it fails (the same words as the SQLite store).
     private static let rescueOutcomes = (
         spent: (try? encode(JobOutcome.failed(reason: "interrupted: its worker died"))) ?? "",
-        notRepeatable: (try? encode(JobOutcome.failed(reason: "interrupted after it may have been sent"))) ?? ""
+        notRepeatable: (try? encode(JobOutcome.failed(reason: "interrupted after it may have been sent"))) ?? "",
+        handlerFailed: (try? encode(JobOutcome.failed(reason: JobOutcome.handlerFailedReason))) ?? ""
     )
 
     private static func rescue(_ connection: PGConnection) throws(PostgresStoreError)
-        -> (rescued: Int, failed: Int, deadWorkers: [String], queues: [String]) {
-        let rows = try connection.query(SQL.rescue, [rescueOutcomes.spent, rescueOutcomes.notRepeatable])
+        -> (rescued: Int, failed: Int, handlerFailed: Int, deadWorkers: [String], queues: [String]) {
+        let rows = try connection.query(SQL.rescue, [rescueOutcomes.spent, rescueOutcomes.notRepeatable,
+                                                     rescueOutcomes.handlerFailed, JobOutcome.handlerFailedReason])
         let running = rows.filter { $0[1] == "running" }
         return (running.filter { $0[2] == "available" }.count, running.filter { $0[2] == "failed" }.count,
-                Set(rows.compactMap { $0[3] }).sorted(), rows.compactMap { $0[4] })
+                rows.filter { $0[5] == "t" }.count, Set(rows.compactMap { $0[3] }).sorted(), rows.compactMap { $0[4] })
     }
 
     // MARK: - Wakeups

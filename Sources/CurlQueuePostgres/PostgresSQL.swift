@@ -166,9 +166,11 @@ enum SQL {
     /// Rescue: jobs held by workers whose lease expired (or that are gone). A running one goes
     /// back to available (its attempt counted), or fails when its attempts are spent or it may
     /// not be repeated (a POST without an idempotency key), with a failed outcome for its
-    /// handler to see; a held, unhandled outcome is left for another claim. State and owner
-    /// are checked again under the row lock, so the rescue never overwrites a finish that won
-    /// the race. $1 the outcome of a job out of attempts, $2 of one that may not be repeated.
+    /// handler to see; a held, unhandled outcome is left for another claim, and counted in
+    /// `handler_failures`: at `max_attempts` it is failed and handled instead (its handler
+    /// killed its worker each time). State and owner are checked again under the row lock, so
+    /// the rescue never overwrites a finish that won the race. $1 the outcome of a job out of
+    /// attempts, $2 of one that may not be repeated, $3 of one whose handler failed, $4 its reason.
     static let rescue = """
         WITH orphan AS (
           SELECT j.id FROM cq_job j
@@ -177,22 +179,27 @@ enum SQL {
           ORDER BY j.id LIMIT 1000 FOR NO KEY UPDATE OF j SKIP LOCKED),
         before AS (
           SELECT j.id, j.state, j.lease_owner,
-                 CASE WHEN j.state <> 'running' THEN j.state
+                 j.state <> 'running' AND j.handler_failures + 1 >= j.max_attempts AS handler_spent,
+                 CASE WHEN j.state <> 'running' AND j.handler_failures + 1 >= j.max_attempts THEN 'failed'
+                      WHEN j.state <> 'running' THEN j.state
                       WHEN NOT j.rescuable OR j.attempt >= j.max_attempts THEN 'failed' ELSE 'available' END AS next
           FROM cq_job j JOIN orphan USING (id))
         UPDATE cq_job j SET
           state        = b.next,
           finalized_at = CASE WHEN b.state = 'running' AND b.next = 'failed' THEN now() ELSE j.finalized_at END,
-          handled      = CASE WHEN b.state = 'running' THEN false ELSE j.handled END,
-          outcome      = CASE WHEN b.state <> 'running' THEN j.outcome WHEN b.next = 'available' THEN NULL
+          handled      = CASE WHEN b.state = 'running' THEN false ELSE b.handler_spent OR j.handled END,
+          handler_failures = CASE WHEN b.state <> 'running' THEN j.handler_failures + 1 ELSE j.handler_failures END,
+          outcome      = CASE WHEN b.handler_spent THEN $3
+                              WHEN b.state <> 'running' THEN j.outcome WHEN b.next = 'available' THEN NULL
                               WHEN NOT j.rescuable THEN $2 ELSE $1 END,
-          last_error   = CASE WHEN b.state <> 'running' THEN j.last_error
+          last_error   = CASE WHEN b.handler_spent THEN $4
+                              WHEN b.state <> 'running' THEN j.last_error
                               WHEN NOT j.rescuable THEN 'interrupted after it may have been sent'
                               WHEN b.next = 'failed' THEN 'interrupted: its worker died, no attempts left'
                               ELSE 'interrupted: its worker died' END,
           lease_owner  = NULL, lease_token = NULL
         FROM before b WHERE j.id = b.id AND j.lease_owner = b.lease_owner
-        RETURNING j.id, b.state, j.state, b.lease_owner, j.queue
+        RETURNING j.id, b.state, j.state, b.lease_owner, j.queue, b.handler_spent
         """
 
     /// Due scheduled jobs become available. $1 queue (NULL: every queue).

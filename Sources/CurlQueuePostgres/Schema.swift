@@ -7,7 +7,7 @@
 /// table and one fails on the catalog's unique index.) The lock is released at commit, or by the
 /// server when the connection dies.
 enum Schema {
-    static let version = 1
+    static let version = 2
 
     /// `hashtext('curlqueue.schema')` is the lock's key: any 64-bit number would do, this one is
     /// readable in `pg_locks`.
@@ -82,6 +82,13 @@ enum Schema {
         INSERT INTO cq_migration (version) VALUES (1);
         """
 
+    /// Version 2: `handler_failures` counts the rescues of a recorded outcome whose worker
+    /// died while its handler ran; at `max_attempts` the rescue fails the job, handled.
+    static let v2 = """
+        ALTER TABLE cq_job ADD COLUMN handler_failures integer NOT NULL DEFAULT 0;
+        INSERT INTO cq_migration (version) VALUES (2);
+        """
+
     /// Creates or upgrades the schema; safe to run from any number of daemons at once.
     static func migrate(_ connection: PGConnection) throws(PostgresStoreError) {
         try connection.query("BEGIN")
@@ -90,6 +97,7 @@ enum Schema {
             try connection.query(createMigrationTable)
             let current = Int(try connection.query("SELECT coalesce(max(version), 0) FROM cq_migration")[0][0] ?? "0") ?? 0
             if current < 1 { try connection.query(v1) }
+            if current < 2 { try connection.query(v2) }
             try connection.query("COMMIT")
         } catch {
             if !connection.isBroken { _ = try? connection.query("ROLLBACK") }

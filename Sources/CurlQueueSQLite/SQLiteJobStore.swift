@@ -86,7 +86,10 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
         try connection.transaction("BEGIN EXCLUSIVE") {
             let version = try connection.query("PRAGMA user_version").first?.int(0) ?? 0
             guard version < SQLiteSchema.version else { return }
-            try connection.execute(SQLiteSchema.create)
+            if version < 1 { try connection.execute(SQLiteSchema.create) }
+            for upgrade in SQLiteSchema.upgrades where upgrade.version > max(version, 1) {
+                try connection.execute(upgrade.sql)
+            }
             try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
         }
     }
@@ -362,6 +365,9 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
         for queueName in queues { wake(queueName) }
     }
 
+    /// The reason recorded for a job whose handler's worker died `max_attempts` times.
+    static let handlerFailed = JobOutcome.handlerFailedReason
+
     public func unregister(_ worker: WorkerInfo.ID) async throws {
         let queues = try await run { store in
             let queues = try store.connection.transaction { () throws -> Set<String> in
@@ -398,8 +404,20 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
             UPDATE cq_job SET state = 'available', lease_owner = NULL, last_error = 'interrupted: its worker died'
             WHERE lease_owner = ? AND state = 'running' RETURNING queue
             """, owner)
+        // A recorded outcome whose handler was running: its worker died in the handler (or
+        // before it). Each such rescue counts; at the attempt budget the job is failed and
+        // handled, so a handler that kills its worker every time is not run for ever.
+        let handlerFailed = try encoder.encode(JobOutcome.failed(reason: Self.handlerFailed))
         let handlers = try connection.query(
-            "UPDATE cq_job SET lease_owner = NULL WHERE lease_owner = ? AND finalized_at IS NOT NULL RETURNING queue", owner)
+            """
+            UPDATE cq_job SET lease_owner = NULL, handler_failures = handler_failures + 1,
+              state = CASE WHEN handler_failures + 1 >= max_attempts THEN 'failed' ELSE state END,
+              handled = CASE WHEN handler_failures + 1 >= max_attempts THEN 1 ELSE handled END,
+              outcome = CASE WHEN handler_failures + 1 >= max_attempts THEN ? ELSE outcome END,
+              last_error = CASE WHEN handler_failures + 1 >= max_attempts THEN ? ELSE last_error END
+            WHERE lease_owner = ? AND finalized_at IS NOT NULL RETURNING queue, handled
+            """, [.blob(handlerFailed), .text(Self.handlerFailed)] + owner)
+        report.handlerFailed += handlers.filter { $0.int(1) == 1 }.count
         try connection.query("DELETE FROM cq_worker WHERE id = ?", owner)
         report.rescued += rescued.count
         report.failed += failedRows.count

@@ -1,10 +1,11 @@
-/// The store's schema, version 1, in `PRAGMA user_version`.
+/// The store's schema, version 2, in `PRAGMA user_version`: `create` is version 1, then each
+/// of `upgrades` in turn (a version-1 file is upgraded when it is opened).
 ///
 /// STRICT tables; partial indexes, each covering only the rows one query reads (the waiting
 /// jobs, the due ones, the held ones, the prunable ones), so finished rows cost the hot
 /// queries nothing; no triggers. Times are Unix milliseconds.
 enum SQLiteSchema {
-    static let version: Int64 = 1
+    static let version: Int64 = 2
 
     static let create = """
         CREATE TABLE IF NOT EXISTS cq_queue (
@@ -55,4 +56,10 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS cq_job_unhandled ON cq_job (queue) WHERE handled = 0 AND finalized_at IS NOT NULL;
         CREATE INDEX IF NOT EXISTS cq_job_prunable ON cq_job (finalized_at) WHERE handled = 1;
         """
+
+    /// Version 2: `handler_failures` counts the rescues of a recorded outcome whose worker died
+    /// while its handler ran; at `max_attempts` the job is failed and handled ("handlerFailed").
+    static let upgrades: [(version: Int64, sql: String)] = [
+        (2, "ALTER TABLE cq_job ADD COLUMN handler_failures INTEGER NOT NULL DEFAULT 0")
+    ]
 }

@@ -62,6 +62,7 @@ public enum StoreConformance {
         "refusedSpecs": refusedSpecs,
         "cancel": cancel,
         "release": release,
+        "handlerDeathsAreBounded": handlerDeathsAreBounded,
     ]
 
     static func spec(_ path: String, kind: String = "download", priority: JobSpec.Priority = .normal,
@@ -346,6 +347,44 @@ public enum StoreConformance {
         let again = try #require(try await store.claim(queue: "q", kinds: ["download"], limit: 1, worker: other.id).first)
         #expect(again.record.attempt == 1, "a release does not count as an attempt")
         #expect(again.record.checkpoint == checkpoint, "kept for the resume")
+    }
+}
+
+extension StoreConformance {
+    /// A recorded outcome whose worker dies in the handler each time: each rescue counts, and
+    /// at the attempt budget the job is failed and handled with the handlerFailed reason, not
+    /// handed out for ever.
+    static func handlerDeathsAreBounded(_ harness: StoreHarness) async throws {
+        let store = try await harness.open()
+        let id = try await store.enqueue([spec("a", maxAttempts: 2)], queue: "q", order: .fifo)[0].id
+        let result = JobResult(status: 200, bytes: 3)
+        // The first worker records the outcome and dies in its handler.
+        let first = try await harness.open()
+        let one = worker("another-node")
+        try await first.register(one)
+        let job = try #require(try await first.claim(queue: "q", kinds: ["download"], limit: 1, worker: one.id).first)
+        #expect(try await first.finish(job.lease, .completed(result)))
+        try await harness.advance(harness.workerTTL + .seconds(1))
+        var report = try await store.maintain()
+        #expect(report.deadWorkers == [one.id] && report.handlerFailed == 0)
+        // The second gets the handler only, and dies in it too: two deaths, the budget.
+        let second = try await harness.open()
+        let two = worker("another-node")
+        try await second.register(two)
+        let again = try #require(try await second.claim(queue: "q", kinds: ["download"], limit: 1, worker: two.id).first)
+        #expect(again.recorded == .completed(result))
+        try await harness.advance(harness.workerTTL + .seconds(1))
+        report = try await store.maintain()
+        #expect(report.deadWorkers == [two.id] && report.handlerFailed == 1)
+        let record = try #require(try await store.jobs(JobFilter(ids: [id])).first)
+        #expect(record.state == .failed && record.handled, "\(record.state) handled \(record.handled)")
+        #expect(record.lastError == JobOutcome.handlerFailedReason)
+        #expect(record.outcome == .failed(reason: JobOutcome.handlerFailedReason))
+        #expect(record.worker == nil)
+        let me = worker()
+        try await store.register(me)
+        #expect(try await store.claim(queue: "q", kinds: ["download"], limit: 1, worker: me.id).isEmpty,
+                "the handler is not run a third time")
     }
 }
 

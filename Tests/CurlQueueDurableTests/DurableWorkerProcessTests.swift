@@ -123,6 +123,34 @@ import Testing
         }
     }
 
+    @Test func aJobWhoseHandlerKillsItsWorkerEachTimeFailsAfterItsAttempts() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let database = folder.appendingPathComponent("jobs.sqlite").path
+                let store = try SQLiteJobStore(path: database)
+                let poison = JobSpec(kind: "download", request: JobRequest(url: server.baseURL + "/bytes/10"),
+                                     retry: JobRetryPolicy(maxAttempts: 2), metadata: ["handler": "crash"])
+                let fine = JobSpec(kind: "download", request: JobRequest(url: server.baseURL + "/bytes/20"), priority: .low)
+                let ids = try await store.enqueue([poison, fine], queue: "default", order: .fifo).map(\.id)
+                var statuses: [Int32] = []
+                for _ in 0..<5 {  // bounded: two deaths in the handler, then a run that finishes
+                    let status = try await exitStatus(try startProbe(["run", database, folder.path, "1"]))
+                    statuses.append(status)
+                    if status == 0 { break }
+                }
+                #expect(statuses.count == 3 && statuses.last == 0, "\(statuses)")
+                let records = Dictionary(uniqueKeysWithValues: try await store.jobs(JobFilter()).map { ($0.id, $0) })
+                #expect(records[ids[0]]?.state == .failed && records[ids[0]]?.handled == true)
+                #expect(records[ids[0]]?.attempt == 1, "the transfer ran once")
+                #expect(records[ids[0]]?.lastError == JobOutcome.handlerFailedReason)
+                #expect(records[ids[1]]?.state == .completed && records[ids[1]]?.handled == true)
+                let handledLog = (try? String(contentsOf: folder.appendingPathComponent("handled.log"), encoding: .utf8)) ?? ""
+                #expect(!handledLog.split(separator: "\n").contains { $0.split(separator: " ").first == Substring(String(ids[0])) },
+                        "the poison handler never returned")
+            }
+        }
+    }
+
     @Test func aKilledWorkersJobsAreRescuedAtOnceThroughItsLockNotAfterTheTTL() async throws {
         try await withFolder { folder in
             let database = folder.appendingPathComponent("jobs.sqlite").path

@@ -73,7 +73,7 @@ struct PostgresStoreTests {
             for _ in 0..<8 { group.addTask { _ = try await harness.open() } }
             try await group.waitForAll()
         }
-        #expect(try TestPostgres.psql(harness.url, "SELECT string_agg(version::text, ',') FROM cq_migration") == "1")
+        #expect(try TestPostgres.psql(harness.url, "SELECT string_agg(version::text, ',' ORDER BY version) FROM cq_migration") == "1,2")
         #expect(try TestPostgres.psql(harness.url, "SELECT count(*) FROM pg_class WHERE relname = 'cq_job'") == "1")
         await harness.closeAll()
     }

@@ -10,7 +10,9 @@
 //                                           (fresh: this process's finish recorded the outcome;
 //                                           rerun: the outcome was recorded earlier, by a worker
 //                                           that died before its handler returned); a job whose
-//                                           credential is "crash" aborts the process when it starts.
+//                                           credential is "crash" aborts the process when it starts;
+//                                           one whose metadata "handler" is "crash" aborts it in its
+//                                           handler.
 //
 // STORE is `sqlite:PATH`, `postgres://…` (or `postgresql://…`), or a plain path (SQLite).
 // The environment sets the times, in seconds, so that tests can use short leases:
@@ -69,6 +71,7 @@ let worker = DurableWorker(store: store, requestQueue: queue, configuration: con
 let log = folder.appendingPathComponent("handled.log").path
 let pid = getpid()
 worker.register(kind: "download") { job in
+    if job.record.spec.metadata["handler"] == "crash" { abort() }  // a handler that kills its worker every time
     // One write(2) of one short line to an O_APPEND file: lines of several processes never mix.
     let descriptor = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
     let line = "\(job.record.id) \(pid) \(job.response == nil ? "rerun" : "fresh")\n"

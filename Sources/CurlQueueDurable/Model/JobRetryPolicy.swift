@@ -6,7 +6,10 @@ import Foundation
 ///
 /// ``maxAttempts`` counts claims: every time a worker takes the job counts, whether the
 /// attempt ended in an error, a retryable status or the worker's death. That is what ends a
-/// job that kills its worker each time: it fails after `maxAttempts` claims.
+/// job that kills its worker each time: it fails after `maxAttempts` claims. It bounds the
+/// handler too: a recorded outcome whose worker dies while its handler runs is delivered again,
+/// and after `maxAttempts` such deaths the job is failed and handled
+/// (``JobOutcome/handlerFailedReason``).
 public struct JobRetryPolicy: Codable, Sendable, Hashable {
     /// Claims in all, the first included. At least 1.
     public var maxAttempts: Int

@@ -53,6 +53,12 @@ public enum JobOutcome: Codable, Sendable, Hashable {
     case cancelled(reason: String)
 }
 
+extension JobOutcome {
+    /// The reason of a job failed because its worker died while its handler ran, once for
+    /// each of its ``JobRetryPolicy/maxAttempts``: the job is handled, its handler not run again.
+    public static let handlerFailedReason = "handlerFailed: its worker died while the handler ran, attempts spent"
+}
+
 /// What a completed attempt produced.
 public struct JobResult: Codable, Sendable, Hashable {
     /// The HTTP status.

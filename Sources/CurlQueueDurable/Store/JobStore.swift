@@ -193,6 +193,9 @@ public struct MaintenanceReport: Sendable, Hashable {
     public var rescued: Int = 0
     /// Running jobs of dead workers made failed (attempts spent, or not repeatable).
     public var failed: Int = 0
+    /// Recorded outcomes whose worker died in their handler for the `maxAttempts`-th time:
+    /// made failed and handled, with ``JobOutcome/handlerFailedReason``.
+    public var handlerFailed: Int = 0
     /// Final jobs removed after the retention.
     public var pruned: Int = 0
     /// Workers found dead.
