@@ -239,6 +239,15 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
+    public func release(_ jobs: Set<JobID>, heldBy worker: WorkerInfo.ID) async throws {
+        guard !jobs.isEmpty else { return }
+        let ids = PGArray.text(jobs.sorted().map { String($0) })
+        try await lane.transaction { (connection) throws(PostgresStoreError) in
+            let queues = Set(try connection.query(SQL.releaseHeld, [ids, worker]).compactMap { $0[0] })
+            for queue in queues { try connection.query(SQL.notify, [queue]) }
+        }
+    }
+
     public func unregister(_ worker: WorkerInfo.ID) async throws {
         try await lane.transaction { (connection) throws(PostgresStoreError) in
             try connection.query(SQL.expireWorker, [worker])

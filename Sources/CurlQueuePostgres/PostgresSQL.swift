@@ -159,6 +159,17 @@ enum SQL {
         RETURNING j.queue
         """
 
+    /// Jobs the store says a worker holds but the worker does not run (a claim whose reply was
+    /// lost): given back as `release` does, fenced by the owner. $1 ids, $2 worker.
+    static let releaseHeld = """
+        UPDATE cq_job j SET
+          state       = CASE WHEN j.state = 'running' THEN 'available' ELSE j.state END,
+          attempt     = CASE WHEN j.state = 'running' THEN greatest(0, j.attempt - 1) ELSE j.attempt END,
+          lease_owner = NULL, lease_token = NULL, cancel_requested_at = NULL
+        WHERE j.id = ANY($1::bigint[]) AND j.lease_owner = $2
+        RETURNING j.queue
+        """
+
     /// A worker's lease ends now (unregister): the rescue then takes what it held.
     static let expireWorker = "UPDATE cq_worker SET expires_at = now() - interval '1 microsecond' WHERE id = $1"
     static let deleteWorker = "DELETE FROM cq_worker WHERE id = $1"

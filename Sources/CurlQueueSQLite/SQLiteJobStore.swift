@@ -368,6 +368,27 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
     /// The reason recorded for a job whose handler's worker died `max_attempts` times.
     static let handlerFailed = JobOutcome.handlerFailedReason
 
+    public func release(_ jobs: Set<JobID>, heldBy worker: WorkerInfo.ID) async throws {
+        guard !jobs.isEmpty else { return }
+        let queues = try await run { store in
+            try store.connection.transaction {
+                var queues = Set<String>()
+                for job in jobs.sorted() {
+                    let rows = try store.connection.query(
+                        """
+                        UPDATE cq_job SET state = CASE WHEN state = 'running' THEN 'available' ELSE state END,
+                                          attempt = CASE WHEN state = 'running' THEN max(attempt - 1, 0) ELSE attempt END,
+                                          lease_owner = NULL, cancel_requested = 0
+                        WHERE id = ? AND lease_owner = ? RETURNING queue
+                        """, [.integer(job), .text(worker)])
+                    queues.formUnion(rows.compactMap { $0.text(0) })
+                }
+                return queues
+            }
+        }
+        for queueName in queues { wake(queueName) }
+    }
+
     public func unregister(_ worker: WorkerInfo.ID) async throws {
         let queues = try await run { store in
             let queues = try store.connection.transaction { () throws -> Set<String> in

@@ -63,6 +63,7 @@ public enum StoreConformance {
         "cancel": cancel,
         "release": release,
         "handlerDeathsAreBounded": handlerDeathsAreBounded,
+        "releaseHeldByWorker": releaseHeldByWorker,
     ]
 
     static func spec(_ path: String, kind: String = "download", priority: JobSpec.Priority = .normal,
@@ -385,6 +386,37 @@ extension StoreConformance {
         try await store.register(me)
         #expect(try await store.claim(queue: "q", kinds: ["download"], limit: 1, worker: me.id).isEmpty,
                 "the handler is not run a third time")
+    }
+
+    /// `release(_:heldBy:)`: jobs a worker holds in the store but does not run (a claim whose
+    /// reply was lost) go back as a release does; another worker's jobs are left alone.
+    static func releaseHeldByWorker(_ harness: StoreHarness) async throws {
+        let store = try await harness.open()
+        let ids = try await store.enqueue([spec("a"), spec("b"), spec("c")], queue: "q", order: .fifo).map(\.id)
+        let me = worker()
+        try await store.register(me)
+        let other = worker()
+        try await store.register(other)
+        // Claimed on my id from another handle: the reply never reaches "me".
+        let outside = try await harness.open()
+        let lost = try await outside.claim(queue: "q", kinds: ["download"], limit: 2, worker: me.id)
+        #expect(lost.map(\.lease.job) == [ids[0], ids[1]])
+        let mine = try #require(try await store.claim(queue: "q", kinds: ["download"], limit: 1, worker: other.id).first)
+        #expect(try await outside.finish(lost[1].lease, .completed(JobResult(status: 200, bytes: 1))))
+        #expect(try await store.heartbeat(me.id, checkpoints: [:]) == .alive(held: [ids[0], ids[1]], cancelRequested: []))
+        try await store.release([ids[0], ids[1], ids[2]], heldBy: me.id)
+        #expect(try await store.heartbeat(me.id, checkpoints: [:]) == .alive(held: [], cancelRequested: []))
+        #expect(try await store.heartbeat(other.id, checkpoints: [:]) == .alive(held: [ids[2]], cancelRequested: []),
+                "another worker's job is not touched")
+        let records = Dictionary(uniqueKeysWithValues: try await store.jobs(JobFilter()).map { ($0.id, $0) })
+        #expect(records[ids[0]]?.state == .available && records[ids[0]]?.attempt == 0, "not counted")
+        #expect(records[ids[1]]?.state == .completed && records[ids[1]]?.handled == false)
+        #expect(try await store.finish(lost[0].lease, .completed(JobResult(status: 200, bytes: 1))) == false,
+                "the lost claim's lease records nothing")
+        let again = try await store.claim(queue: "q", kinds: ["download"], limit: 5, worker: other.id)
+        #expect(Set(again.map(\.lease.job)) == [ids[0], ids[1]])
+        #expect(again.first { $0.lease.job == ids[1] }?.recorded != nil, "its handler is still to run")
+        #expect(try await store.finish(mine.lease, .failed(reason: "x")))
     }
 }
 

@@ -6,7 +6,8 @@ import CurlQueueTestSupport
 import Foundation
 import Testing
 
-/// A worker in this process against the fixture server: Retry-After in the store's schedule.
+/// A worker in this process against the fixture server: Retry-After in the store's schedule,
+/// and jobs the store says the worker holds but it never heard of.
 @Suite struct DurableWorkerGapsTests {
     func configuration(_ folder: URL) -> DurableWorker.Configuration {
         var configuration = DurableWorker.Configuration(folder: folder)
@@ -60,6 +61,52 @@ import Testing
                 }
                 #expect(long.status == 503 && records[ids[2]]?.attempt == 1, "longer than maxRetryAfter: not retried")
             }
+        }
+    }
+
+    @Test func jobsClaimedOnTheWorkersIdWhoseReplyWasLostAreGivenBack() async throws {
+        try await withFolder { folder in
+            let path = folder.appendingPathComponent("jobs.sqlite").path
+            let store = try SQLiteJobStore(path: path)
+            // Of a kind this worker does not run: once given back they stay available.
+            let ids = try await store.enqueue(
+                [JobSpec(kind: "elsewhere", request: JobRequest(url: "http://127.0.0.1:9/a")),
+                 JobSpec(kind: "elsewhere", request: JobRequest(url: "http://127.0.0.1:9/b"))],
+                queue: "default", order: .fifo
+            ).map(\.id)
+            let worker = DurableWorker(store: store, requestQueue: RequestQueue(maxConcurrentRequestCount: 2),
+                                       configuration: configuration(folder.appendingPathComponent("files")))
+            worker.register(kind: "download") { _ in }
+            let running = Task { try await worker.run() }
+            defer { worker.stop(drain: .zero) }
+            // The claim of a worker whose reply never arrived: made on its id from another
+            // handle (another connection), once the worker has registered.
+            let outside = try SQLiteJobStore(path: path)
+            var lost: [ClaimedJob] = []
+            for _ in 0..<500 {  // bounded: 10 s for the worker to register
+                if let claimed = try? await outside.claim(queue: "default", kinds: ["elsewhere"], limit: 2, worker: worker.info.id) {
+                    lost = claimed
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(20))  // the sleep IS the poll for the registration
+            }
+            #expect(lost.map(\.lease.job) == ids)
+            let claimedAt = ContinuousClock.now
+            var records: [JobRecord] = []
+            for _ in 0..<1500 {  // bounded: 30 s
+                records = try await store.jobs(JobFilter())
+                if records.allSatisfy({ $0.state == .available }) { break }
+                try await Task.sleep(for: .milliseconds(20))  // the sleep IS the poll of the store
+            }
+            let elapsed = ContinuousClock.now - claimedAt
+            #expect(records.map(\.state) == [.available, .available], "given back, in \(elapsed)")
+            #expect(records.allSatisfy { $0.attempt == 0 && $0.worker == nil }, "not counted as an attempt")
+            // Within a heartbeat or two (1 s each), with room for a loaded machine and TSan; the
+            // worker's TTL is 60 s, and without the check it renews the lease for ever.
+            #expect(elapsed < .seconds(20))
+            #expect(try await store.finish(lost[0].lease, .completed(JobResult(status: 200, bytes: 0))) == false)
+            worker.stop(drain: .zero)
+            try await running.value
         }
     }
 }

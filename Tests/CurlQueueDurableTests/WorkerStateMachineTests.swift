@@ -140,6 +140,33 @@ import Testing
         #expect(machine.transferEnded(1, outcome: done, now: start) == [.finish(Lease(job: 1, token: 1), done)])
     }
 
+    @Test func jobsTheStoreSaysItHoldsButItDoesNotRunAreGivenBack() {
+        var machine = Machine(settings: settings, now: start)
+        #expect(machine.tick(now: start) == [.maintain, .claim(limit: 2)])
+        let sent = start + .seconds(15)
+        #expect(machine.tick(now: sent) == [.heartbeat(jobs: []), .maintain])
+        // A claim is in flight: its reply may bring 5 and 7, so nothing is given back yet.
+        #expect(machine.heartbeatReplied(.alive(held: [5, 7], cancelRequested: []), sentAt: sent, now: sent) == [])
+        // It brings 5; 7 it does not bring: given back.
+        #expect(machine.claimed([job(5)], limit: 2, now: sent) == [.startTransfer(job(5)), .releaseUnknown([7])])
+        _ = machine.transferEnded(5, outcome: .failed(reason: "x"), now: sent)
+        _ = machine.finished(5, recorded: true, now: sent)
+        _ = machine.handlerReturned(5)
+        _ = machine.marked(5, now: sent)
+        // Another heartbeat while a claim is in flight, whose reply was lost (it failed here,
+        // but committed there): its jobs are given back once it has failed.
+        #expect(machine.wakeup(now: sent) == [.claim(limit: 2)])
+        #expect(machine.heartbeatReplied(.alive(held: [6], cancelRequested: []), sentAt: sent, now: sent) == [])
+        #expect(machine.claimFailed(now: sent) == [.releaseUnknown([6])])
+        _ = machine.claimed([job(1)], limit: 2, now: sent + .seconds(1))
+        let next = sent + .seconds(15)
+        #expect(machine.tick(now: next) == [.heartbeat(jobs: [1]), .maintain, .claim(limit: 1)])
+        _ = machine.claimed([], limit: 1, now: next)
+        #expect(machine.heartbeatReplied(.alive(held: [1, 7, 8], cancelRequested: []), sentAt: next, now: next)
+            == [.releaseUnknown([7, 8])], "the job it runs is kept")
+        #expect(machine.held.keys.sorted() == [1])
+    }
+
     @Test func outcomes() {
         let claimed = job(1)
         var record = claimed.record

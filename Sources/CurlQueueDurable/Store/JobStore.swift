@@ -55,6 +55,13 @@ public protocol JobStore: Sendable {
     /// handler is left for another claim. Leases no longer current are ignored.
     func release(_ leases: [Lease]) async throws
 
+    /// Gives back jobs the store says `worker` holds but the worker does not run: a claim that
+    /// committed but whose reply the worker never got (the connection dropped after COMMIT, a
+    /// timeout). As ``release(_:)``: a running job becomes available again and its attempt does
+    /// not count; a job held for its handler is left for another claim. Only jobs `worker`
+    /// still holds are touched.
+    func release(_ jobs: Set<JobID>, heldBy worker: WorkerInfo.ID) async throws
+
     /// Removes the worker after its last release: a worker that unregisters holds nothing.
     /// Jobs it still held are rescued as for a dead worker.
     func unregister(_ worker: WorkerInfo.ID) async throws

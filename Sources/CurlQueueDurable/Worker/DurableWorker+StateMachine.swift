@@ -62,6 +62,9 @@ struct WorkerStateMachine {
         /// Gives back jobs this worker abandoned while the store still counts them as its own
         /// (a self-fence the store did not follow): unlike ``release(_:)``, not a step of stopping.
         case giveBack([Lease])
+        /// Give back jobs the store says this worker holds but it does not run (a claim whose
+        /// reply was lost).
+        case releaseUnknown([JobID])
         case reregister
         case stopped
     }
@@ -82,6 +85,9 @@ struct WorkerStateMachine {
     /// for ever: no rescue takes a live worker's jobs. The next heartbeat that says they are
     /// still held gives them back, once their transfer has ended.
     private var abandoned: [JobID: Lease] = [:]
+    /// Jobs a heartbeat said this worker holds, unknown to it while a claim was in flight: the
+    /// claim's reply may bring them. Once it is in, those it did not bring are given back.
+    private var suspects: Set<JobID> = []
     private var deadlinePassed = false
 
     init(settings: Settings, now: Instant) {
@@ -155,15 +161,15 @@ struct WorkerStateMachine {
                 held[job.lease.job] = nil
                 releasing.append(job.lease)
             }
-            return settle()
+            return releaseSuspects() + settle()
         }
-        return actions + claimIfFree(now: now, polling: false)
+        return actions + releaseSuspects() + claimIfFree(now: now, polling: false)
     }
 
     mutating func claimFailed(now: Instant) -> [Action] {
         claiming = false
         nextClaim = now + settings.pollInterval
-        return settle()
+        return releaseSuspects() + settle()
     }
 
     /// A transfer ended with `outcome` (what its result means, decided by the worker).
@@ -254,6 +260,13 @@ struct WorkerStateMachine {
                     actions.append(.cancelTransfer(id))
                 }
             }
+            // Jobs the store gives this worker that it does not run: a claim that committed but
+            // whose reply was lost. While a claim is in flight its reply may still bring them:
+            // they are decided when it is in. The release is fenced by the owner, so a job that
+            // left this worker since the heartbeat (handled, given back) is not touched.
+            // Jobs given back above, or abandoned and still ending, are not among them.
+            suspects.formUnion(stillHeld.subtracting(held.keys).subtracting(giveBack.map(\.job)).subtracting(abandoned.keys))
+            if !claiming { actions += releaseSuspects() }
             return actions + settle()
         }
     }
@@ -278,6 +291,13 @@ struct WorkerStateMachine {
     }
 
     // MARK: Helpers
+
+    /// Gives back the suspects that no claim brought (and that are not being given back already).
+    private mutating func releaseSuspects() -> [Action] {
+        let unknown = suspects.subtracting(held.keys).subtracting(releasing.map(\.job)).subtracting(abandoned.keys)
+        suspects.removeAll()
+        return unknown.isEmpty ? [] : [.releaseUnknown(unknown.sorted())]
+    }
 
     private mutating func claimIfFree(now: Instant, polling: Bool) -> [Action] {
         guard phase == .running, !claiming, now >= nextClaim else { return [] }

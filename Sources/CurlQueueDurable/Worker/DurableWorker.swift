@@ -240,6 +240,8 @@ public final class DurableWorker: Sendable {
                         }
                     case .giveBack(let leases):
                         group.addTask { [store] in try? await store.release(leases) }
+                    case .releaseUnknown(let ids):
+                        group.addTask { [store, info] in try? await store.release(Set(ids), heldBy: info.id) }
                     case .reregister:
                         group.addTask { [store, info] in try? await store.register(info) }
                     case .stopped:
