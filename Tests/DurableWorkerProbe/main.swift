@@ -13,6 +13,11 @@
 //                                           credential is "crash" aborts the process when it starts;
 //                                           one whose metadata "handler" is "crash" aborts it in its
 //                                           handler.
+//   DurableWorkerProbe disk PATH            reads commands from stdin, one a line, and answers each
+//                                           with one line, "ok …" or "error <description>": open,
+//                                           enqueue N (N jobs of 4 KiB), claim, finish, counts, close,
+//                                           quit, on the SQLite store at PATH. For the full-disk and
+//                                           read-only tests.
 //
 // STORE is `sqlite:PATH`, `postgres://…` (or `postgresql://…`), or a plain path (SQLite).
 // The environment sets the times, in seconds, so that tests can use short leases:
@@ -30,6 +35,66 @@ let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("usage: DurableWorkerProbe open STORE | hold STORE | run STORE FOLDER N\n".utf8))
     exit(2)
+}
+if arguments[1] == "disk" {
+    let me = WorkerInfo(node: WorkerInfo.localNode, pid: getpid())
+    var opened: SQLiteJobStore?
+    var leases: [Lease] = []
+    var enqueued = 0
+    func answer(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+    while let line = readLine() {
+        let words = line.split(separator: " ").map(String.init)
+        do {
+            switch words.first {
+            case "open":
+                opened = try SQLiteJobStore(path: arguments[2])
+                answer("ok")
+                continue
+            case "close":
+                opened = nil  // closes its connection and its workers' lock files
+                leases = []
+                answer("ok")
+                continue
+            case "quit":
+                exit(0)
+            default:
+                break
+            }
+            guard let store = opened else {
+                answer("error no store open")
+                continue
+            }
+            switch words.first {
+            case "enqueue":
+                let count = Int(words.last ?? "") ?? 1
+                let specs = (0..<count).map { index in
+                    JobSpec(kind: "download", request: JobRequest(url: "http://127.0.0.1:9/\(enqueued + index)"),
+                            metadata: ["fill": String(repeating: "x", count: 4096)])
+                }
+                _ = try await store.enqueue(specs, queue: "default", order: .fifo)
+                enqueued += count
+                answer("ok")
+            case "claim":
+                try await store.register(me)
+                leases += try await store.claim(queue: "default", kinds: ["download"], limit: 1000, worker: me.id).map(\.lease)
+                answer("ok \(leases.count)")
+            case "finish":
+                for lease in leases { _ = try await store.finish(lease, .completed(JobResult(status: 200, bytes: 0))) }
+                leases = []
+                answer("ok")
+            case "counts":
+                let counts = try await store.counts(queue: nil)
+                answer("ok " + counts.map { "\($0.key.rawValue)=\($0.value)" }.sorted().joined(separator: " "))
+            default:
+                answer("error unknown command \(line)")
+            }
+        } catch {
+            answer("error \(error)")
+        }
+    }
+    exit(0)
 }
 let environment = ProcessInfo.processInfo.environment
 func seconds(_ name: String, _ fallback: Double) -> Duration {
