@@ -99,7 +99,8 @@ struct EnqueueCommand: AsyncParsableCommand {
             JobSpec(
                 kind: "download",
                 request: JobRequest(url: entry.url.absoluteString, headerFields: entry.headers.map { .init($0.name, $0.value) },
-                                    destination: SafeFileName.sanitize(entry.out ?? SafeFileName.from(url: entry.url))),
+                                    destination: SafeFileName.sanitize(entry.out ?? SafeFileName.from(url: entry.url)),
+                                    checksum: entry.checksum.map { .init(algorithm: $0.algorithm.rawValue, hex: $0.hex) }),
                 priority: entry.priority == .high ? .high : entry.priority == .low ? .low : .normal,
                 retry: JobRetryPolicy(maxAttempts: attempts), duplicates: policy)
         }

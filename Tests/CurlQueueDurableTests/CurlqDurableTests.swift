@@ -1,3 +1,5 @@
+import CurlQueueDurable
+import CurlQueueSQLite
 import CurlQueueTestHelpers
 import CurlQueueTestSupport
 import Foundation
@@ -75,6 +77,22 @@ import Testing
                     #expect(ranged, "\(url) resumed with Range")
                 }
             }
+        }
+    }
+
+    @Test func enqueuePassesTheInputFilesChecksumsToTheJobs() async throws {
+        try await withFolder { folder in
+            let path = folder.appendingPathComponent("jobs.db").path
+            let input = folder.appendingPathComponent("urls.txt")
+            let digest = String(repeating: "ab", count: 32)
+            try "http://127.0.0.1:9/a\n    sha256=\(digest.uppercased())\nhttp://127.0.0.1:9/b\n    md5=\(String(repeating: "c", count: 32))\nhttp://127.0.0.1:9/c\n"
+                .write(to: input, atomically: true, encoding: .utf8)
+            let enqueued = try await curlq(["enqueue", "--store", "sqlite:" + path, "-i", input.path])
+            #expect(enqueued.status == 0)
+            let jobs = try await SQLiteJobStore(path: path).jobs(JobFilter()).sorted { $0.id < $1.id }
+            #expect(jobs.map(\.spec.request.checksum) == [
+                .init(algorithm: "sha256", hex: digest), .init(algorithm: "md5", hex: String(repeating: "c", count: 32)), nil,
+            ])
         }
     }
 

@@ -64,6 +64,62 @@ import Testing
         }
     }
 
+    @Test func aDownloadWhoseChecksumDiffersFailsItsAttemptsAndLeavesNoFile() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let store = try SQLiteJobStore(path: folder.appendingPathComponent("jobs.sqlite").path)
+                let files = folder.appendingPathComponent("files")
+                let retry = JobRetryPolicy(maxAttempts: 2, initialBackoff: 0.05, jitter: 0)
+                let good = FileDigests.hex(.sha256, of: FixtureServer.expectedBytes(count: 5000))
+                let goodMD5 = FileDigests.hex(.md5, of: FixtureServer.expectedBytes(count: 7000))
+                let specs = [
+                    JobSpec(kind: "download", request: JobRequest(url: server.baseURL + "/bytes/5000", destination: "good.bin",
+                                                                  checksum: .init(algorithm: "sha256", hex: good.uppercased())),
+                            retry: retry),
+                    JobSpec(kind: "download", request: JobRequest(url: server.baseURL + "/bytes/3000", destination: "bad.bin",
+                                                                  checksum: .init(algorithm: "sha256", hex: String(repeating: "0", count: 64))),
+                            retry: retry),
+                    JobSpec(kind: "download", request: JobRequest(url: server.baseURL + "/bytes/7000", destination: "md5.bin",
+                                                                  checksum: .init(algorithm: "md5", hex: goodMD5)),
+                            retry: retry),
+                ]
+                let ids = try await store.enqueue(specs, queue: "default", order: .fifo).map(\.id)
+                let worker = DurableWorker(store: store, requestQueue: RequestQueue(maxConcurrentRequestCount: 4),
+                                           configuration: configuration(files))
+                let handled = Locked<Set<JobID>>([])
+                worker.register(kind: "download") { [weak worker] job in
+                    let count = handled.withLock { $0.insert(job.record.id); return $0.count }
+                    if count == 3 { worker?.stop(drain: .seconds(30)) }
+                }
+                try await worker.run()
+                let records = Dictionary(uniqueKeysWithValues: try await store.jobs(JobFilter()).map { ($0.id, $0) })
+                #expect(records[ids[0]]?.state == .completed && records[ids[2]]?.state == .completed)
+                #expect(try Data(contentsOf: files.appendingPathComponent("good.bin")) == Data(FixtureServer.expectedBytes(count: 5000)))
+                #expect(records[ids[1]]?.state == .failed && records[ids[1]]?.attempt == 2, "retried, then failed")
+                #expect(records[ids[1]]?.lastError?.hasPrefix("sha256 mismatch") == true, "\(records[ids[1]]?.lastError ?? "")")
+                #expect(server.requests.filter { $0.path == "/bytes/3000" }.count == 2)
+                let left = try FileManager.default.contentsOfDirectory(atPath: files.path).sorted()
+                #expect(left == ["good.bin", "md5.bin"], "no file with the wrong bytes under its final name, no .part")
+            }
+        }
+    }
+
+    @Test func enqueueRefusesABadChecksum() async throws {
+        let store = try SQLiteJobStore(path: FileManager.default.temporaryDirectory.appendingPathComponent("cq-\(UUID()).sqlite").path)
+        defer { try? FileManager.default.removeItem(atPath: store.path) }
+        for checksum in [JobRequest.Checksum(algorithm: "sha3", hex: "00"), .init(algorithm: "sha256", hex: "xyz")] {
+            await #expect(throws: JobSpecError.self) {
+                try await store.enqueue([JobSpec(kind: "k", request: JobRequest(url: "http://127.0.0.1:9/a", destination: "a",
+                                                                                   checksum: checksum))], queue: "q", order: .fifo)
+            }
+        }
+        await #expect(throws: JobSpecError.self, "a checksum needs a destination") {
+            try await store.enqueue([JobSpec(kind: "k", request: JobRequest(url: "http://127.0.0.1:9/a",
+                                                                               checksum: .init(algorithm: "md5", hex: String(repeating: "a", count: 32))))],
+                                    queue: "q", order: .fifo)
+        }
+    }
+
     @Test func jobsClaimedOnTheWorkersIdWhoseReplyWasLostAreGivenBack() async throws {
         try await withFolder { folder in
             let path = folder.appendingPathComponent("jobs.sqlite").path

@@ -25,6 +25,20 @@ public struct JobRequest: Codable, Sendable, Hashable {
         case file(String)
     }
 
+    /// The digest a downloaded file must have: checked as its bytes arrive (with the core's
+    /// ``CurlQueue/Request/fileDigests``; from disk for a resumed file). A mismatch fails the
+    /// attempt like any retryable failure and removes the file.
+    public struct Checksum: Codable, Sendable, Hashable {
+        /// `sha256`, `sha512`, `sha1` or `md5` (``CurlQueue/DigestAlgorithm``).
+        public var algorithm: String
+        /// The digest in hexadecimal (compared in lowercase).
+        public var hex: String
+        public init(algorithm: String, hex: String) {
+            self.algorithm = algorithm
+            self.hex = hex
+        }
+    }
+
     /// Timeouts, in seconds (nil: the core's default). Mirrors ``CurlQueue/Request/Timeouts``.
     public struct Timeouts: Codable, Sendable, Hashable {
         public var connect: Double?
@@ -55,6 +69,8 @@ public struct JobRequest: Codable, Sendable, Hashable {
     public var timeouts: Timeouts
     /// The largest response body accepted, in bytes (nil: no limit but the core's in-memory one).
     public var maxResponseBodySize: Int64?
+    /// The digest the downloaded file must have (needs a ``destination``). Nil: not checked.
+    public var checksum: Checksum?
 
     public init(
         url: String,
@@ -64,7 +80,8 @@ public struct JobRequest: Codable, Sendable, Hashable {
         destination: String? = nil,
         resume: Bool = true,
         timeouts: Timeouts = .init(),
-        maxResponseBodySize: Int64? = nil
+        maxResponseBodySize: Int64? = nil,
+        checksum: Checksum? = nil
     ) {
         self.url = url
         self.method = method
@@ -74,6 +91,7 @@ public struct JobRequest: Codable, Sendable, Hashable {
         self.resume = resume
         self.timeouts = timeouts
         self.maxResponseBodySize = maxResponseBodySize
+        self.checksum = checksum
     }
 
     /// `scheme://host:port` of ``url``, lowercased, with the default port filled in: the key of

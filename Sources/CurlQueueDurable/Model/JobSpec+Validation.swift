@@ -74,6 +74,11 @@ extension JobSpec {
             }
         }
         if retry.maxAttempts < 1 { throw .badRetryPolicy }
+        if let checksum = request.checksum {
+            guard let algorithm = DigestAlgorithm(rawValue: checksum.algorithm.lowercased()),
+                checksum.hex.count == algorithm.hexLength, checksum.hex.allSatisfy(\.isHexDigit), request.destination != nil
+            else { throw .badChecksum(checksum.algorithm + "=" + checksum.hex) }
+        }
         return self
     }
 }
@@ -91,6 +96,8 @@ public enum JobSpecError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Absolute, empty, or with a `..`/`.`/empty component: a destination stays in the worker's folder.
     case badDestination(String)
     case badRetryPolicy
+    /// An unknown algorithm, a digest of the wrong length or not hexadecimal, or no destination.
+    case badChecksum(String)
 
     public var description: String {
         switch self {
@@ -104,6 +111,8 @@ public enum JobSpecError: Error, Sendable, Hashable, CustomStringConvertible {
         case .badBodyPath(let path): "a file body needs an absolute path: \(path)"
         case .badDestination(let path): "destination must be a relative path inside the worker's folder: \(path)"
         case .badRetryPolicy: "maxAttempts must be at least 1"
+        case .badChecksum(let value):
+            "bad checksum \(value): sha256, sha512, sha1 or md5 with its hexadecimal digest, for a job with a destination"
         }
     }
 }

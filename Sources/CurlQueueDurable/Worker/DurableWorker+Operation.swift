@@ -49,8 +49,10 @@ extension DurableWorker {
             let response = try? result.get()
             if let file = response?.fileURL {
                 Task {
-                    Self.flush(file)
-                    continuation.yield(.transferEnded(id, outcome, response))
+                    let checked = Self.verified(outcome, file: file, digests: response?.fileDigests ?? [:], job: record,
+                                                now: Date(), random: .random(in: 0..<1))
+                    if case .completed = checked { Self.flush(file) }
+                    continuation.yield(.transferEnded(id, checked, checked == outcome ? response : nil))
                 }
             } else {
                 continuation.yield(.transferEnded(id, outcome, response))

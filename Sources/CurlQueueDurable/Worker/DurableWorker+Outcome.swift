@@ -45,6 +45,31 @@ extension DurableWorker {
         }
     }
 
+    /// A completed download checked against the job's checksum: the digest computed as the
+    /// bytes arrived, or from disk when the file was resumed. A mismatch removes the file and
+    /// becomes `.retry` after the backoff while attempts remain, else `.failed`.
+    static func verified(
+        _ outcome: JobOutcome, file: URL, digests: [DigestAlgorithm: String], job: JobRecord, now: Date, random: Double
+    ) -> JobOutcome {
+        guard case .completed(let result) = outcome, (200..<300).contains(result.status), let checksum = job.spec.request.checksum,
+            let algorithm = DigestAlgorithm(rawValue: checksum.algorithm.lowercased())
+        else { return outcome }
+        let actual: String
+        if let computed = digests[algorithm] {
+            actual = computed
+        } else {
+            do { actual = try FileDigests.hex([algorithm], ofFileAt: file.path)[algorithm] ?? "" } catch {
+                actual = "unreadable (\(error))"
+            }
+        }
+        if actual == checksum.hex.lowercased() { return outcome }
+        unlink(file.path)
+        let reason = "\(algorithm.rawValue) mismatch: the file's is \(actual), the job's \(checksum.hex.lowercased())"
+        let retry = job.spec.retry
+        guard job.attempt < retry.maxAttempts else { return .failed(reason: reason) }
+        return .retry(reason: reason, at: now.addingTimeInterval(retry.backoff(afterAttempt: job.attempt, random: random)))
+    }
+
     private static func fileSize(_ url: URL?) -> Int64 {
         guard let url, let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber else { return 0 }
         return size.int64Value

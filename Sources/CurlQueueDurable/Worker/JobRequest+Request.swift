@@ -26,6 +26,9 @@ extension JobRequest {
             request.destination = folder.appendingPathComponent(destination)
             request.resume = resume
             request.fileDigests = [.sha256]
+            if let algorithm = checksum.flatMap({ DigestAlgorithm(rawValue: $0.algorithm.lowercased()) }) {
+                request.fileDigests.insert(algorithm)
+            }
         }
         if let maxResponseBodySize { request.maxResponseBodySize = maxResponseBodySize }
         return .success(request)
