@@ -37,6 +37,10 @@ final class PGConnection {
             throw PostgresStoreError(kind: .unavailable, message: "out of memory")
         }
         self.handle = handle
+        // libpq prints the server's notices and warnings to standard error by default (each
+        // connection a crash cuts says "terminating connection due to immediate shutdown"): a
+        // library writes nothing to its user's stderr. The errors that matter are thrown.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
         if PQstatus(handle) != CONNECTION_OK {
             // (deinit closes the handle: it runs for an initializer that throws once every
             // property is set.)

@@ -41,25 +41,46 @@ enum TestPostgres {
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Runs a program; its output goes to a file, not a pipe: `pg_ctl start` leaves the server
-    /// running with the program's descriptors, and a pipe would never reach its end.
+    /// Runs a program to its exit and returns its status and output (standard output and
+    /// error, through a file).
+    ///
+    /// Spawned with `posix_spawn` and reaped with `waitpid`, every descriptor above 2 closed in
+    /// the child, and not through Foundation's `Process`: `Process` learns of a child's exit
+    /// from the end of a socket the child inherits, and `pg_ctl start` hands that socket on to
+    /// the server it forks, which keeps it open for its whole life. The wait for `pg_ctl` then
+    /// never ended (its `runuser` sat a zombie, never reaped). With the descriptors closed the
+    /// server holds nothing of this process's either (another test's pipe, say).
     static func run(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let log = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("cq-run-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: log) }
-        let handle = try FileHandle(forWritingTo: log)
-        defer { try? handle.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        process.waitUntilExit()
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        guard let closeFrom = addCloseFrom, closeFrom(&actions, 3) == 0 else {
+            throw TestPostgresError(message: "posix_spawn_file_actions_addclosefrom_np (glibc 2.34) is missing")
+        }
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        guard spawned == 0 else {
+            throw TestPostgresError(message: "\(path): \(String(cString: strerror(spawned)))")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        return (process.terminationStatus, output)
+        // A normal exit's status, else 128 + the signal.
+        return (status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F), output)
     }
 }
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc
+/// module does not show: looked up by name.
+private let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? =
+    dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np").map { unsafeBitCast($0, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self) }
 
 struct TestPostgresError: Error, CustomStringConvertible {
     var message: String
