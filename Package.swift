@@ -126,6 +126,7 @@ let package = Package(
                 "CurlQueue",
                 "CurlQueueDemoServer",
                 "CurlQueueDurable",
+                "CurlQueuePostgres",
                 "CurlQueueSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HeapModule", package: "swift-collections"),

@@ -12,13 +12,20 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
         case unavailable
         /// The server refused the statement (`sqlState` says why).
         case server
+        /// The URL (or `key=value` string) is malformed: nothing was tried. Trying again
+        /// cannot help.
+        case invalidURL
     }
     public var kind: Kind
     /// The SQLSTATE code for `.server`, such as `40001`.
     public var sqlState: String?
     public var message: String
     public var description: String {
-        "PostgreSQL \(kind == .unavailable ? "unavailable" : "error \(sqlState ?? "?")"): \(message)"
+        switch kind {
+        case .unavailable: "PostgreSQL unavailable: \(message)"
+        case .server: "PostgreSQL error \(sqlState ?? "?"): \(message)"
+        case .invalidURL: "invalid PostgreSQL URL: \(message)"
+        }
     }
 }
 
@@ -49,6 +56,32 @@ final class PGConnection {
     }
 
     deinit { PQfinish(handle) }
+
+    /// Checks that `conninfo` parses (libpq's own parser, so exactly what a connect accepts)
+    /// and that its ports are numbers, without connecting; throws `.invalidURL` with the reason.
+    static func validate(conninfo: String) throws(PostgresStoreError) {
+        var reason: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(conninfo, &reason) else {
+            let message = reason.map { String(cString: $0).trimmingTrailingWhitespace() } ?? "out of memory"
+            if let reason { PQfreemem(reason) }
+            throw PostgresStoreError(kind: .invalidURL, message: message)
+        }
+        defer { PQconninfoFree(options) }
+        // The parser takes any text for a port; libpq checks it only when it connects, and then
+        // reports it as a failed connection. A port is a number: say so now.
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if String(cString: keyword) == "port", let value = option.pointee.val {
+                let ports = String(cString: value)
+                for port in ports.split(separator: ",", omittingEmptySubsequences: false) where !port.isEmpty {
+                    guard let number = Int(port), (1...65535).contains(number) else {
+                        throw PostgresStoreError(kind: .invalidURL, message: "the port \"\(port)\" is not a number from 1 to 65535")
+                    }
+                }
+            }
+            option += 1
+        }
+    }
 
     var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
 

@@ -50,7 +50,9 @@ public final class PostgresJobStore: JobStore {
     /// Connects, and creates the schema when the database has none.
     /// - Parameter url: `postgres://user[:password]@host[:port]/database[?options]`, or libpq's
     ///   `key=value` form.
+    ///   A malformed one throws `PostgresStoreError` `.invalidURL`, an unreachable server `.unavailable`.
     public static func open(url: String, configuration: Configuration = .init()) async throws -> PostgresJobStore {
+        try PGConnection.validate(conninfo: url)
         let store = PostgresJobStore(url: url, configuration: configuration)
         do {
             try await store.lane.run { (connection) throws(PostgresStoreError) in try Schema.migrate(connection) }

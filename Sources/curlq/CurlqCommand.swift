@@ -41,6 +41,9 @@ struct Curlq: AsyncParsableCommand {
             }
         } catch let code as ExitCode {
             Foundation.exit(code.rawValue)
+        } catch let failure as StoreFailure {
+            Output.error("curlq: error: \(failure.message)\n")
+            Foundation.exit(ExitStatus.someFailed)
         } catch let error as UsageError {
             Output.error("curlq: error: \(error.message)\n")
             Foundation.exit(ExitStatus.usage)

@@ -1,22 +1,50 @@
 import ArgumentParser
 import CurlQueue
 import CurlQueueDurable
+import CurlQueuePostgres
 import CurlQueueSQLite
 import Foundation
 
-/// The `--store` option of the durable commands: `sqlite:PATH` (or a plain path).
+/// The `--store` option of the durable commands: `sqlite:PATH` (or a plain path), or a
+/// PostgreSQL URL (`postgres://` or `postgresql://`).
 struct StoreOptions: ParsableArguments {
     @Option(name: .customLong("store"),
-            help: ArgumentHelp("The job store: sqlite:PATH (the file is created 0600 when missing).", valueName: "STORE"))
+            help: ArgumentHelp("The job store: sqlite:PATH (the file is created 0600 when missing), or postgres://USER@HOST[:PORT]/DATABASE (tables created on first use).", valueName: "STORE"))
     var store: String
 
     @Option(name: .customLong("queue"), help: ArgumentHelp("The store queue.", valueName: "NAME"))
     var queue: String = "default"
 
-    func open() throws -> SQLiteJobStore {
-        if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") {
-            throw UsageError("--store \(store): this curlq has no PostgreSQL store built in")
+    var isPostgres: Bool { store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") }
+
+    /// Opens the store, runs `body` with it, and closes it. A PostgreSQL store that cannot be
+    /// reached, or fails later, is a `StoreFailure` (exit 1); a malformed URL a `UsageError`
+    /// (exit 2). No message shows the URL's password.
+    func withStore<T>(_ body: (any JobStore) async throws -> T) async throws -> T {
+        guard isPostgres else { return try await body(try openSQLite()) }
+        let secret = StoreURL(store)
+        let opened: PostgresJobStore
+        do {
+            opened = try await PostgresJobStore.open(url: store)
+        } catch let error as PostgresStoreError where error.kind == .invalidURL {
+            throw UsageError(secret.redact("--store \(store): \(error)"))
+        } catch {
+            throw StoreFailure(secret.redact("cannot open the store \(store): \(error)"))
         }
+        do {
+            let value = try await body(opened)
+            await opened.close()
+            return value
+        } catch let error as PostgresStoreError {
+            await opened.close()
+            throw StoreFailure(secret.redact("the store \(store): \(error)"))
+        } catch {
+            await opened.close()
+            throw error
+        }
+    }
+
+    private func openSQLite() throws -> SQLiteJobStore {
         let path = store.hasPrefix("sqlite:") ? String(store.dropFirst("sqlite:".count)) : store
         guard !path.isEmpty else { throw UsageError("--store needs a path: sqlite:PATH") }
         do {
@@ -25,6 +53,46 @@ struct StoreOptions: ParsableArguments {
             throw UsageError("cannot open the store \(path): \(error)")
         }
     }
+}
+
+/// A store's URL and the password in it (`user:PASSWORD@` or `password=` in the query), so
+/// that no message curlq prints shows it.
+struct StoreURL {
+    private var secrets: [String] = []
+
+    init(_ url: String) {
+        if let components = URLComponents(string: url) {
+            if let password = components.password, !password.isEmpty { secrets.append(password) }
+            if let percent = components.percentEncodedPassword, !percent.isEmpty { secrets.append(percent) }
+            for item in components.queryItems ?? [] where item.name == "password" {
+                if let value = item.value, !value.isEmpty { secrets.append(value) }
+            }
+            if let query = components.percentEncodedQuery {
+                for pair in query.split(separator: "&") where pair.hasPrefix("password=") {
+                    let value = String(pair.dropFirst("password=".count))
+                    if !value.isEmpty { secrets.append(value) }
+                }
+            }
+        } else if let at = url.range(of: "@"), let scheme = url.range(of: "://"), scheme.upperBound < at.lowerBound {
+            // Not a URL Foundation parses (a bad port, say): the text between the first ':' of
+            // the user part and the '@'.
+            let user = url[scheme.upperBound..<at.lowerBound]
+            if let colon = user.firstIndex(of: ":") { secrets.append(String(user[user.index(after: colon)...])) }
+        }
+        secrets = secrets.filter { !$0.isEmpty }.sorted { $0.count > $1.count }
+    }
+
+    /// `text` with every occurrence of the password replaced by `***`.
+    func redact(_ text: String) -> String {
+        secrets.reduce(text) { $0.replacingOccurrences(of: $1, with: "***") }
+    }
+}
+
+/// The store failed or could not be reached (exit 1): not a mistake in the command line.
+struct StoreFailure: Error, CustomStringConvertible {
+    var message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
 }
 
 /// `curlq enqueue`: adds downloads to a store, for a `curlq daemon` to run.
@@ -104,16 +172,19 @@ struct EnqueueCommand: AsyncParsableCommand {
                 priority: entry.priority == .high ? .high : entry.priority == .low ? .low : .normal,
                 retry: JobRetryPolicy(maxAttempts: attempts), duplicates: policy)
         }
-        let store = try storeOptions.open()
-        do {
-            for result in try await store.enqueue(specs, queue: storeOptions.queue, order: order) {
-                switch result {
-                case .inserted(let id, _): Output.standardOutput("\(id)\n")
-                case .skipped(let existing): Output.standardOutput("\(existing) (already queued)\n")
-                }
+        let queue = storeOptions.queue
+        let results = try await storeOptions.withStore { store in
+            do {
+                return try await store.enqueue(specs, queue: queue, order: order)
+            } catch let error as JobSpecError {
+                throw UsageError("nothing enqueued: \(error)")
             }
-        } catch let error as JobSpecError {
-            throw UsageError("nothing enqueued: \(error)")
+        }
+        for result in results {
+            switch result {
+            case .inserted(let id, _): Output.standardOutput("\(id)\n")
+            case .skipped(let existing): Output.standardOutput("\(existing) (already queued)\n")
+            }
         }
     }
 }
@@ -124,9 +195,19 @@ struct DaemonCommand: AsyncParsableCommand {
         commandName: "daemon",
         abstract: "Run the downloads of a job store, until SIGTERM or SIGINT.",
         discussion: """
+            EXAMPLES:
+              curlq daemon --store sqlite:jobs.db -d downloads -j 8
+              curlq daemon --store postgres://cq@db.internal/jobs -d downloads
+
             On SIGTERM or SIGINT it stops taking jobs, lets running downloads finish for up to \
             --drain-timeout, then gives the rest back to the store with their .part files kept, \
             and exits 0. After a crash or kill -9, the next start resumes the interrupted downloads.
+
+            On PostgreSQL any number of daemons, on any number of machines, share one queue. \
+            When the server goes away, running downloads go on and the daemon reconnects by \
+            itself (backoff 0.1 s doubling to 5 s). A password is better in ~/.pgpass or \
+            PGPASSWORD than in the URL; no message shows it. Exit 2: a bad URL; exit 1: the \
+            server cannot be reached.
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -149,43 +230,47 @@ struct DaemonCommand: AsyncParsableCommand {
     func run() async throws {
         guard concurrency >= 1 else { throw UsageError("-j must be at least 1") }
         guard perHost >= 0, drainTimeout >= 0 else { throw UsageError("--per-host and --drain-timeout cannot be negative") }
-        let store = try storeOptions.open()
         let folder = URL(fileURLWithPath: directory)
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         } catch {
             throw UsageError("cannot create \(directory): \(error.localizedDescription)")
         }
-        let queue = RequestQueue(maxConcurrentRequestCount: concurrency)
-        queue.maxConcurrentRequestsPerHost = perHost
-        var configuration = DurableWorker.Configuration(folder: folder)
-        configuration.queue = storeOptions.queue
-        let worker = DurableWorker(store: store, requestQueue: queue, configuration: configuration)
-        let quiet = quiet
-        worker.register(kind: "download") { job in
-            guard !quiet else { return }
-            switch job.outcome {
-            case .completed(let result):
-                Output.standardOutput("job \(job.record.id): HTTP \(result.status), \(result.bytes) bytes, \(result.file ?? "-")\n")
-            case .failed(let reason), .cancelled(let reason), .retry(let reason, _):
-                Output.standardOutput("job \(job.record.id): \(reason)\n")
+        let storeQueue = storeOptions.queue
+        try await storeOptions.withStore { store in
+            let queue = RequestQueue(maxConcurrentRequestCount: concurrency)
+            queue.maxConcurrentRequestsPerHost = perHost
+            var configuration = DurableWorker.Configuration(folder: folder)
+            configuration.queue = storeQueue
+            let worker = DurableWorker(store: store, requestQueue: queue, configuration: configuration)
+            let quiet = quiet
+            worker.register(kind: "download") { job in
+                guard !quiet else { return }
+                switch job.outcome {
+                case .completed(let result):
+                    Output.standardOutput("job \(job.record.id): HTTP \(result.status), \(result.bytes) bytes, \(result.file ?? "-")\n")
+                case .failed(let reason), .cancelled(let reason), .retry(let reason, _):
+                    Output.standardOutput("job \(job.record.id): \(reason)\n")
+                }
             }
+            let drain = Duration.milliseconds(Int64(drainTimeout * 1000))
+            var sources: [any DispatchSourceSignal] = []
+            for number in [SIGTERM, SIGINT] {
+                signal(number, SIG_IGN)  // delivered to the dispatch source instead
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { worker.stop(drain: drain) }
+                source.resume()
+                sources.append(source)
+            }
+            do {
+                try await worker.run()
+            } catch let error as PostgresStoreError {
+                throw error  // the store's failure (exit 1), said by withStore
+            } catch {
+                throw UsageError("cannot start the worker: \(error)")
+            }
+            _ = sources
         }
-        let drain = Duration.milliseconds(Int64(drainTimeout * 1000))
-        var sources: [any DispatchSourceSignal] = []
-        for number in [SIGTERM, SIGINT] {
-            signal(number, SIG_IGN)  // delivered to the dispatch source instead
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { worker.stop(drain: drain) }
-            source.resume()
-            sources.append(source)
-        }
-        do {
-            try await worker.run()
-        } catch {
-            throw UsageError("cannot start the worker: \(error)")
-        }
-        _ = sources
     }
 }
 
@@ -203,9 +288,10 @@ struct StatusCommand: AsyncParsableCommand {
     var limit: Int = 1000
 
     func run() async throws {
-        let store = try storeOptions.open()
-        let counts = try await store.counts(queue: storeOptions.queue)
-        let jobs = try await store.jobs(JobFilter(queue: storeOptions.queue, limit: max(0, limit)))
+        let (queue, limit) = (storeOptions.queue, max(0, limit))
+        let (counts, jobs) = try await storeOptions.withStore { store in
+            (try await store.counts(queue: queue), try await store.jobs(JobFilter(queue: queue, limit: limit)))
+        }
         if json {
             struct Row: Encodable {
                 var id: Int64, state: String, url: String, file: String?, attempt: Int, error: String?
@@ -244,22 +330,25 @@ struct CancelCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard !targets.isEmpty else { throw UsageError("give the ids or URLs of the jobs to cancel") }
-        let store = try storeOptions.open()
-        var cancelled: [JobID] = []
-        var requested: [JobID] = []
-        for target in targets {
-            var ids: [JobID] = []
-            if let id = JobID(target) {
-                ids = [id]
-            } else {
-                ids = try await store.jobs(JobFilter(queue: storeOptions.queue, states: [.scheduled, .available, .running], limit: 100_000))
-                    .filter { $0.spec.request.url == target }.map(\.id)
+        let (queue, targets) = (storeOptions.queue, targets)
+        let (cancelled, requested) = try await storeOptions.withStore { store in
+            var cancelled: [JobID] = []
+            var requested: [JobID] = []
+            for target in targets {
+                var ids: [JobID] = []
+                if let id = JobID(target) {
+                    ids = [id]
+                } else {
+                    ids = try await store.jobs(JobFilter(queue: queue, states: [.scheduled, .available, .running], limit: 100_000))
+                        .filter { $0.spec.request.url == target }.map(\.id)
+                }
+                for id in ids {
+                    let result = try await store.cancel(.id(id))
+                    cancelled += result.cancelled
+                    requested += result.requested
+                }
             }
-            for id in ids {
-                let result = try await store.cancel(.id(id))
-                cancelled += result.cancelled
-                requested += result.requested
-            }
+            return (cancelled, requested)
         }
         for id in cancelled { Output.standardOutput("\(id) cancelled\n") }
         for id in requested { Output.standardOutput("\(id) cancel requested (running)\n") }

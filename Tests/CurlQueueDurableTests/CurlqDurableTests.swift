@@ -114,4 +114,105 @@ import Testing
             #expect(try await status(store)["counts"] as? [String: Int] == ["cancelled": 2])
         }
     }
+
+    // MARK: - PostgreSQL (--store postgres://…)
+
+    /// The PostgreSQL that scripts/test starts (scripts/test-postgres); unset, these tests are
+    /// skipped, except under CI, where they run and fail saying so.
+    static let postgresURL = ProcessInfo.processInfo.environment["CQ_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    static let postgresEnabled = postgresURL != nil || ProcessInfo.processInfo.environment["CI"] == "true"
+
+    /// A new, empty database on that server (made with psql), so that tests never share jobs.
+    func freshPostgresDatabase() async throws -> String {
+        let url = try #require(Self.postgresURL, "CQ_POSTGRES_URL is unset under CI: scripts/test must start PostgreSQL")
+        let name = "cq_curlq_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+        let psql = Process()
+        psql.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+        psql.arguments = ["-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", "CREATE DATABASE \(name)"]
+        psql.standardError = FileHandle.nullDevice
+        #expect(try await runToEnd(psql).status == 0)
+        let slash = try #require(url.range(of: "/", options: .backwards))
+        return String(url[..<slash.lowerBound]) + "/" + name
+    }
+
+    /// `curlq arguments…` to its end, with its standard error too.
+    func curlqWithError(_ arguments: [String], in folder: URL) async throws -> (output: String, error: String, status: Int32) {
+        let errorFile = folder.appendingPathComponent("stderr-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: errorFile)
+        let process = Process()
+        process.executableURL = Self.curlq
+        process.arguments = arguments
+        process.standardError = handle
+        let (output, status) = try await runToEnd(process)
+        try handle.close()
+        return (output, try String(contentsOf: errorFile, encoding: .utf8), status)
+    }
+
+    @Test(.enabled(if: postgresEnabled, "CQ_POSTGRES_URL is unset: run through scripts/test-postgres (or scripts/test)"))
+    func aDaemonOnPostgresRunsEnqueuedDownloadsAndStatusAndCancelWork() async throws {
+        let store = try await freshPostgresDatabase()
+        try await withServer { server in
+            try await withFolder { folder in
+                let files = folder.appendingPathComponent("files")
+                let urls = [1000, 70_000, 3000, 4000].map { server.baseURL + "/bytes/\($0)" }
+                let enqueued = try await curlq(["enqueue", "--store", store] + urls)
+                #expect(enqueued.status == 0)
+                #expect(enqueued.output == "1\n2\n3\n4\n")
+                #expect(try await curlq(["cancel", "--store", store, "3"]).output == "3 cancelled\n")
+                #expect(try await curlq(["cancel", "--store", store, urls[3]]).output == "4 cancelled\n")
+                #expect(try await curlq(["cancel", "--store", store, "3"]).status == 1, "nothing left to cancel")
+                #expect(try await status(store)["counts"] as? [String: Int] == ["available": 2, "cancelled": 2])
+
+                let daemon = Process()
+                daemon.executableURL = Self.curlq
+                daemon.arguments = ["daemon", "--store", store, "-d", files.path, "-j", "2", "-q"]
+                try daemon.run()
+                let finished = try await waitForCounts(store) { $0 == ["completed": 2, "cancelled": 2] }
+                kill(daemon.processIdentifier, SIGTERM)
+                #expect(try await exitStatus(daemon, timeout: .seconds(30)) == 0, "drained and exited")
+                #expect(finished)
+                let report = try await status(store)
+                let jobs = report["jobs"] as? [[String: Any]] ?? []
+                #expect(jobs.count == 4)
+                for job in jobs where job["state"] as? String == "completed" {
+                    #expect(job["attempt"] as? Int == 1)
+                }
+                for size in [1000, 70_000] {
+                    let data = try Data(contentsOf: files.appendingPathComponent("\(size)"))
+                    #expect(data == Data(FixtureServer.expectedBytes(count: size)), "\(size) byte-identical")
+                }
+                #expect(!exists(files.appendingPathComponent("3000")) && !exists(files.appendingPathComponent("4000")), "cancelled: never fetched")
+            }
+        }
+    }
+
+    @Test func aBadPostgresURLIsAUsageErrorAndADownServerAFailureNeitherShowingThePassword() async throws {
+        try await withFolder { folder in
+            let bad = try await curlqWithError(["status", "--store", "postgres://cq:s3cr3t@127.0.0.1:notaport/jobs"], in: folder)
+            #expect(bad.status == 2, "\(bad.error)")
+            #expect(bad.error.hasPrefix("curlq: error: --store postgres://cq:***@127.0.0.1:notaport/jobs: invalid PostgreSQL URL: "), "\(bad.error)")
+            #expect(!bad.error.contains("s3cr3t"))
+            let unknown = try await curlqWithError(["enqueue", "--store", "postgresql://cq:s3cr3t@127.0.0.1/jobs?nosuch=1", "http://127.0.0.1:9/a"], in: folder)
+            #expect(unknown.status == 2, "\(unknown.error)")
+            #expect(unknown.error.contains("invalid PostgreSQL URL: invalid URI query parameter: \"nosuch\""), "\(unknown.error)")
+            #expect(!unknown.error.contains("s3cr3t"))
+
+            let port = try await unusedPort()
+            let down = "postgres://cq:s3cr3t@127.0.0.1:\(port)/jobs"
+            for arguments in [["enqueue", "--store", down, "http://127.0.0.1:9/a"], ["status", "--store", down],
+                              ["cancel", "--store", down, "1"], ["daemon", "--store", down, "-d", folder.path]] {
+                let run = try await curlqWithError(arguments, in: folder)
+                #expect(run.status == 1, "\(arguments[0]): \(run.error)")
+                #expect(run.error.hasPrefix("curlq: error: cannot open the store postgres://cq:***@127.0.0.1:\(port)/jobs: PostgreSQL unavailable: "),
+                        "\(arguments[0]): \(run.error)")
+                #expect(!run.error.contains("s3cr3t"))
+                #expect(run.output.isEmpty)
+            }
+            let inQuery = try await curlqWithError(["status", "--store", "postgresql://cq@127.0.0.1:\(port)/jobs?password=s3cr3t"], in: folder)
+            #expect(inQuery.status == 1, "\(inQuery.error)")
+            #expect(inQuery.error.contains("password=***"), "\(inQuery.error)")
+            #expect(!inQuery.error.contains("s3cr3t"))
+        }
+    }
 }
