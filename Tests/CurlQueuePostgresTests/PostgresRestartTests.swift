@@ -56,6 +56,11 @@ struct PostgresRestartTests {
             }
         }
 
+        /// Fewer than `count` acknowledged jobs wait to be handled.
+        static func backlog(below count: Int) -> @Sendable (State) -> Bool {
+            { state in state.acknowledged.lazy.filter { state.handled[$0] == nil }.count < count }
+        }
+
         /// Waits until `test` holds (true) or `timeout` passes (false).
         func wait(_ timeout: Duration, until test: @escaping @Sendable (State) -> Bool) async -> Bool {
             let key = UUID()
@@ -140,6 +145,10 @@ struct PostgresRestartTests {
                     Task {
                         var n = 0
                         while producing.value {
+                            // The load follows the workers (a backlog of at most 12), so that a
+                            // slow machine does not pile up thousands of jobs; at least one
+                            // enqueue a second goes on regardless, so an outage is always seen.
+                            _ = await tally.wait(.seconds(1), until: Tally.backlog(below: 12))
                             let spec = JobSpec(kind: "download", request: JobRequest(
                                 url: server.baseURL + "/bytes/16384?chunk=4096&drip=25&p=\(index)&n=\(n)", destination: "p\(index)-\(n).bin"))
                             do {
