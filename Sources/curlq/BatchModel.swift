@@ -44,6 +44,8 @@ struct FileResult: Sendable {
     var errorKind: ErrorKind?
     /// The unfinished file that stays (`NAME.part`, or `NAME.unverified`), when there is one.
     var partialPath: String?
+    /// For a file with mirrors: which one served it and which failed (Mirrors.swift).
+    var mirrors: MirrorReport?
 
     /// `--json`'s `errorKind`: what a script needs to tell a 404 from a network outage.
     enum ErrorKind: String, Sendable {
@@ -164,6 +166,8 @@ struct BatchModel {
         var timedOut = false
         /// Why the last attempt is being retried, in words (the retry lines say it).
         var retryReason: String?
+        /// Attempts allowed for this file, when not the batch's (a file with more mirrors than that).
+        var attemptLimit: Int?
     }
 
     var jobs: [Job]

@@ -80,6 +80,9 @@ struct Job: Sendable {
     /// Bytes of a `.part` file that will be discarded, and why (said on the start line).
     var discardedPart: DiscardedPart?
     var plan: Plan
+    /// The other URLs of the file (an input line of TAB-separated URLs), tried after `url`
+    /// (Mirrors.swift). `url` names the file.
+    var mirrors: [URL] = []
 
     /// A `.part` file started over rather than resumed.
     struct DiscardedPart: Sendable, Equatable {
@@ -131,7 +134,8 @@ enum BatchPlanner {
             let wanted = entry.out.map(SafeFileName.sanitize) ?? SafeFileName.from(url: entry.url)
             var job = Job(
                 index: index, url: entry.url, name: names.claim(wanted), priority: entry.priority,
-                checksum: entry.checksum, headers: entry.headers, resumeOffset: 0, discardedPart: nil, plan: .download)
+                checksum: entry.checksum, headers: entry.headers, resumeOffset: 0, discardedPart: nil, plan: .download,
+                mirrors: entry.mirrors)
             job.plan = decide(&job, paths: paths, options: options)
             jobs.append(job)
         }

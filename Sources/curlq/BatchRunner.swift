@@ -118,6 +118,10 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             requestQueue.cancelAllRequests()
             checkQueue.cancelAllRequests()
             for split in splits.values { split.cancel() }
+            for index in mirrorWaiting.sorted() {  // between two mirrors: nothing to cancel
+                finalize(index, outcome: .interrupted, status: nil, attempts: mirrorStates[index]?.tries ?? 0,
+                         error: reason.description)
+            }
         }
     }
 
@@ -175,16 +179,8 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     }
 
     private func add(_ job: Job) {
-        var request = Request(url: job.url, destination: URL(fileURLWithPath: paths.download(job)), resume: job.resumeOffset > 0)
-        request.fileDigests = job.digestsWanted(everything: options.digestEverything)
-        request.timeouts = Request.Timeouts(
-            connect: options.connectTimeout.map(Self.duration) ?? .seconds(30),
-            total: options.timeout.map(Self.duration), idle: options.stallTimeout.map(Self.duration))
-        request.tls = options.tls
-        request.applyRates(options)  // --speed-limit, --limit-rate, --max-overall-rate (RateOptions.swift)
-        let fields = requestHeaders(job)
-        for header in fields { request.addHeader(header.name, header.value) }
-        if options.verbose { verbose(Verbose.requestLines(method: "GET", url: job.url, fields: fields)) }
+        if !job.mirrors.isEmpty { return addMirrorTry(job) }  // Mirrors.swift
+        let request = makeRequest(job, url: job.url, resume: job.resumeOffset > 0)
         if options.split > 1, !unsplit.contains(job.index) { return split(job, request) }  // SplitDownload.swift
         let operation = RequestOperation(request: request)
         operation.autoRetry = true
@@ -208,6 +204,21 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         noteStarted(index)
     }
 
+    /// The request for `job` from `url` (its own, or one of its mirrors).
+    private func makeRequest(_ job: Job, url: URL, resume: Bool) -> Request {
+        var request = Request(url: url, destination: URL(fileURLWithPath: paths.download(job)), resume: resume)
+        request.fileDigests = job.digestsWanted(everything: options.digestEverything)
+        request.timeouts = Request.Timeouts(
+            connect: options.connectTimeout.map(Self.duration) ?? .seconds(30),
+            total: options.timeout.map(Self.duration), idle: options.stallTimeout.map(Self.duration))
+        request.tls = options.tls
+        request.applyRates(options)  // --speed-limit, --limit-rate, --max-overall-rate (RateOptions.swift)
+        let fields = requestHeaders(job, url: url)
+        for header in fields { request.addHeader(header.name, header.value) }
+        if options.verbose { verbose(Verbose.requestLines(method: "GET", url: url, fields: fields)) }
+        return request
+    }
+
     /// A file handed to the queue: its start line, and the deadline of `--max-file-time`.
     private func noteStarted(_ index: Int) {
         model.markStarted(index, at: monotonicSeconds())
@@ -220,6 +231,10 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
                 if let split = self.splits[index] {  // -s: its ranges stop, .part and sidecar kept
                     self.model.live[index].timedOut = true
                     return split.cancel()
+                }
+                if self.mirrorWaiting.contains(index) {  // between two mirrors
+                    return self.finalize(index, outcome: .failed, status: nil, attempts: self.mirrorStates[index]?.tries ?? 1,
+                                         kind: .timeout, error: "timed out: no complete file after \(Self.seconds(timeout)) (--max-file-time)")
                 }
                 guard let operation = self.operations[index] else { return }
                 self.model.live[index].timedOut = true
@@ -324,6 +339,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         guard results[index] == nil, let operation = operations[index] else { return }
         operations[index] = nil
         indexOf[ObjectIdentifier(operation)] = nil
+        if mirrorStates[index] != nil { return mirrorTryEnded(index, operation, result) }  // keeps its slot
         running -= 1
         admission.finished(index)
         model.live[index].transferEndedAt = monotonicSeconds()
@@ -402,6 +418,11 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         case .success(let digests):
             let bytes = FileKind.size(staged) ?? 0
             unlink(staged)
+            if mirrorStates[index] != nil {  // another mirror's bytes may be right
+                let got = digests[checksum.algorithm] ?? "nothing"
+                return mirrorFailed(index, reason: "\(name) mismatch: expected \(checksum.hex), got \(got); the download was deleted",
+                                    kind: .checksum, status: status)
+            }
             finalize(index, outcome: .failed, status: status, attempts: attempts, bytes: bytes, sha256: digests[.sha256], kind: .checksum,
                      error: "\(name) mismatch: expected \(checksum.hex), got \(digests[checksum.algorithm] ?? "nothing"); the download was deleted")
         case .failure(.stopped):
@@ -439,18 +460,29 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         let seconds = model.live[index].startedAt.map { now - $0 } ?? 0
         let transferSeconds = model.live[index].startedAt.map { (model.live[index].transferEndedAt ?? now) - $0 } ?? 0
         if outcome == .downloaded { model.settle(index, bytesOnDisk: onDisk, whole: status != 206) }
-        let result = Self.classified(FileResult(
+        var result = Self.classified(FileResult(
             url: job.url, path: paths.final(job), outcome: outcome, status: status, bytes: onDisk,
             sha256: sha256, attempts: attempts, seconds: seconds,
             error: outcome == .downloaded || outcome == .skipped ? nil : error ?? "failed",
             fetched: model.live[index].fetched, transferSeconds: transferSeconds,
             startOrder: admissionOrder[index] ?? 0), kind: kind, paths: paths, job: job)
+        var mirrorsHeld = false
+        if let state = mirrorStates[index] {
+            result.mirrors = state.report
+            mirrorWaiting.remove(index)
+            mirrorsHeld = mirrorSlots.remove(index) != nil
+            if mirrorsHeld {  // its slot, held across tries (Mirrors.swift)
+                running -= 1
+                admission.finished(index)
+            }
+        }
         results[index] = result
         session?.note(.finished(index, result))
         remaining -= 1
         model.finish(index, result)
         display.finished(index, result, model)
         checkDone()
+        if mirrorsHeld { admit() }
     }
 
     private func checkDone() {
@@ -519,6 +551,160 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         }
     }
 
+    // MARK: Mirrors (Mirrors.swift)
+
+    /// Files with mirrors that have started, by file index.
+    private var mirrorStates: [Int: MirrorState] = [:]
+    /// Files with mirrors that hold their admission slot (from their first try to their end).
+    private var mirrorSlots: Set<Int> = []
+    /// Files with mirrors waiting for their next try (no operation to cancel meanwhile).
+    private var mirrorWaiting: Set<Int> = []
+
+    /// Starts the next try of a file with mirrors, on `state.current`: one attempt, no retries
+    /// of the engine's own (a retry goes to the next mirror, see ``mirrorFailed``). A `.part`
+    /// is resumed only from the mirror that wrote it, or with a checksum to judge the result;
+    /// else it is started over, and a note says so.
+    private func addMirrorTry(_ job: Job) {
+        let index = job.index
+        let part = paths.part(job)
+        var state = mirrorStates[index] ?? MirrorState(
+            job: job, maxAttempts: model.maxAttempts,
+            partFrom: job.resumeOffset > 0 ? MirrorRules.partSource(part, urls: [job.url] + job.mirrors) : nil)
+        let first = state.tries == 0
+        state.tries += 1
+        let mirror = state.current
+        let partSize = FileKind.of(part) == .file ? FileKind.size(part) ?? 0 : 0
+        var resume = false
+        // The first try keeps the planner's decision to discard a `.part` (its start line says so).
+        if partSize > 0, !first || job.resumeOffset > 0 {
+            let from = state.partFrom.map(state.name) ?? "a URL no longer on its line"
+            if state.partFrom == mirror {
+                resume = true
+            } else if let checksum = job.checksum {
+                MirrorRules.dropValidator(part)
+                resume = true
+                display.note("\(job.name): resuming the \(Format.bytes(partSize)) .part from \(from) on \(state.name(mirror)) "
+                    + "without If-Range (the other server's validator means nothing here): its \(checksum.algorithm.rawValue) decides", model)
+            } else {
+                display.note("\(job.name): starting over on \(state.name(mirror)): the \(Format.bytes(partSize)) .part came from "
+                    + "\(from), and without a checksum nothing would catch two servers' bytes spliced together", model)
+            }
+        }
+        state.partSizeBefore = resume ? partSize : 0
+        mirrorStates[index] = state
+        let operation = RequestOperation(request: makeRequest(job, url: state.urls[mirror], resume: resume))
+        operation.autoRetry = false
+        operation.priority = switch job.priority {
+        case .high: .high
+        case .normal: .normal
+        case .low: .low
+        }
+        operation.callbackQueue = queue
+        operation.completionHandler = { [self] result in transferFinished(index, result) }
+        operations[index] = operation
+        indexOf[ObjectIdentifier(operation)] = index
+        if first {
+            mirrorSlots.insert(index)
+            admissionOrder[index] = admissionOrder.count + 1
+        }
+        try? requestQueue.add(operation)  // cannot fail: the operation is new
+        if first {
+            noteStarted(index)
+        } else {
+            model.live[index].phase = .running
+            model.live[index].attempts = state.tries
+        }
+    }
+
+    /// A try of a file with mirrors ended: a complete body goes on to its checks; a failure
+    /// another mirror could fix goes to the next one; anything else ends the file.
+    private func mirrorTryEnded(_ index: Int, _ operation: RequestOperation, _ result: Result<Response, RequestError>) {
+        model.live[index].transferEndedAt = monotonicSeconds()
+        guard var state = mirrorStates[index] else { return }
+        let job = model.jobs[index]
+        let mirror = state.current
+        let url = state.urls[mirror]
+        // Which mirror's bytes the `.part` now holds: this one's, if the try wrote any.
+        let part = paths.part(job)
+        if FileKind.of(part) == .file, let size = FileKind.size(part), size > 0 {
+            if size != state.partSizeBefore {
+                state.partFrom = mirror
+                MirrorRules.markSource(part, url)
+            }
+        } else {
+            state.partFrom = nil
+        }
+        mirrorStates[index] = state
+        switch result {
+        case .success(let response):
+            let status = response.status.code
+            if options.verbose { verbose(Verbose.responseLines(url: url, status: status, fields: response.headerFields)) }
+            if (200..<300).contains(status), response.fileURL != nil {
+                mirrorStates[index]?.served = mirror
+                model.live[index].attempts = state.tries
+                downloaded(job, status: status, attempts: state.tries, digests: response.fileDigests)
+                return
+            }
+            let reason = "HTTP \(status)\(Self.reasonPhrases[status].map { " " + $0 } ?? "")"
+            if MirrorRules.otherMirrorMayFix(status: status, retryHTTP: options.retryHTTP) {
+                mirrorFailed(index, reason: reason, kind: .http, status: status)
+            } else {
+                mirrorStates[index]?.failures.append(MirrorFailure(mirror: mirror, url: url, reason: reason, kind: .http, status: status))
+                finalize(index, outcome: .failed, status: status, attempts: state.tries, kind: .http,
+                         error: "\(reason) from \(state.name(mirror)): the request itself is refused, so no other mirror was tried")
+            }
+        case .failure(.cancelled) where model.live[index].timedOut:
+            finalize(index, outcome: .failed, status: nil, attempts: state.tries, kind: .timeout,
+                     error: "timed out: no complete file after \(Self.seconds(options.timeout ?? 0)) (--max-file-time)")
+        case .failure(.cancelled):
+            finalize(index, outcome: .interrupted, status: nil, attempts: state.tries, error: interruption?.description ?? "cancelled")
+        case .failure(let error):
+            let words = ErrorWords.failure(error, host: url.host, dnsRetried: options.retryDNS)
+            let kind = ErrorWords.kind(error)
+            guard MirrorRules.otherMirrorMayFix(error) else {
+                mirrorStates[index]?.failures.append(MirrorFailure(mirror: mirror, url: url, reason: words, kind: kind, status: nil))
+                return finalize(index, outcome: .failed, status: nil, attempts: state.tries, kind: kind, error: words)
+            }
+            if error.transportFailure?.code == .couldNotResolveHost, !options.retryDNS {
+                mirrorStates[index]?.dropped.insert(mirror)  // not retried, as a file without mirrors
+            }
+            mirrorFailed(index, reason: words, kind: kind, status: nil)
+        }
+    }
+
+    /// The try on `state.current` failed in a way another mirror could fix: the next mirror
+    /// (no wait: another server), or after a whole round the first again (after a backoff),
+    /// while tries are left; else the file fails, naming every mirror and why.
+    private func mirrorFailed(_ index: Int, reason: String, kind: FileResult.ErrorKind, status: Int?) {
+        guard results[index] == nil, var state = mirrorStates[index] else { return }
+        let job = model.jobs[index]
+        let mirror = state.current
+        if FileKind.size(paths.part(job)) == nil { state.partFrom = nil }
+        state.failures.append(MirrorFailure(mirror: mirror, url: state.urls[mirror], reason: reason, kind: kind, status: status))
+        state.served = nil
+        mirrorStates[index] = state
+        if let interruption {
+            return finalize(index, outcome: .interrupted, status: status, attempts: state.tries, error: interruption.description)
+        }
+        guard state.tries < state.maxTries, let next = state.next() else {
+            return finalize(index, outcome: .failed, status: status, attempts: state.tries, kind: kind, error: state.summary())
+        }
+        if next.wrapped { state.rounds += 1 }
+        let delay = next.wrapped ? state.roundBackoff() : 0
+        state.current = next.index
+        mirrorStates[index] = state
+        model.live[index].attempts = state.tries
+        model.live[index].attemptLimit = state.maxTries
+        model.live[index].retryReason = "\(reason) from \(state.name(mirror)); next: \(state.name(next.index))"
+        model.live[index].phase = .waitingToRetry(attempt: state.tries + 1, at: monotonicSeconds() + delay)
+        display.retrying(index, attempt: state.tries + 1, delay: delay, model)
+        mirrorWaiting.insert(index)
+        queue.asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self, self.mirrorWaiting.remove(index) != nil, self.results[index] == nil, self.interruption == nil else { return }
+            self.addMirrorTry(self.model.jobs[index])
+        }
+    }
+
     // MARK: Helpers
 
     /// `-v` lines: above the live area on a terminal, else straight to standard error.
@@ -532,9 +718,18 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
 
     /// `-H`, the entry's `header=` lines, the User-Agent, then the credentials for its URL (the fields the
     /// others do not already set).
-    private func requestHeaders(_ job: Job) -> [HeaderField] {
-        let fields = HeaderField.forRequest(global: options.headers, own: job.headers, userAgent: options.userAgent)
-        return fields + options.credentials.fields(for: job.url, besides: fields)
+    /// For a mirror on another origin than the file's first URL, the secret fields of `-H`,
+    /// `header=` and `-u` stay behind (``MirrorRules/isForeign(_:first:)``).
+    private func requestHeaders(_ job: Job, url: URL? = nil) -> [HeaderField] {
+        let url = url ?? job.url
+        var fields = HeaderField.forRequest(global: options.headers, own: job.headers, userAgent: options.userAgent)
+        var credentials = options.credentials
+        if MirrorRules.isForeign(url, first: job.url) {
+            fields.removeAll { MirrorRules.secretFields.contains($0.name.lowercased()) }
+            credentials.user = nil
+            credentials.cookieText = nil
+        }
+        return fields + credentials.fields(for: url, besides: fields)
     }
 
     static func duration(_ seconds: Double) -> Duration {

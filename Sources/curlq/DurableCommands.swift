@@ -163,6 +163,11 @@ struct EnqueueCommand: AsyncParsableCommand {
             }
         }
         guard !entries.isEmpty else { throw UsageError("no URL to enqueue") }
+        // A job in the store holds one URL: mirrors would be dropped without a word.
+        if let entry = entries.first(where: { !$0.mirrors.isEmpty }) {
+            throw UsageError("\(entry.origin): mirrors (TAB-separated URLs) are not supported by enqueue: a durable job "
+                + "holds one URL; give one URL per line, or use 'curlq get -i' (nothing was enqueued)")
+        }
         let specs = entries.map { entry in
             JobSpec(
                 kind: "download",

@@ -23,6 +23,14 @@ struct GetCommand: AsyncParsableCommand {
                   sha256=0123…(64 hex digits; or sha512=, sha1=, md5=)
                   header=Authorization: Bearer s3cr3t
 
+            Mirrors: several URLs for one file on one line, separated by TABs (as aria2c). The \
+            first names the file (unless out= does); when one fails in a way another server could \
+            fix (network error, stall, 5xx, 404, 410, 429, checksum mismatch) the next is tried, \
+            round the list within --retries (each mirror at least once). A .part from one mirror \
+            is resumed on another only with a checksum to check the result; else it starts over, \
+            and says so. -u and -H/header= credentials go only to the first URL's origin. URLs \
+            given as arguments are always separate files, as with curl.
+
             Files are written as NAME.part and renamed to NAME once complete (and verified, when \
             a checksum is given; it is computed as the bytes arrive). Names come from out= or the URL's last path segment, made safe: \
             nothing is ever written outside the output folder.

@@ -71,6 +71,13 @@ struct InputEntry: Equatable, Sendable {
     var checksum: Checksum?
     /// `header=` lines, in order.
     var headers: [HeaderField] = []
+    /// Other URLs of the same file (mirrors), tried in order after `url` when it fails in a way
+    /// another server could fix: the rest of a line of TAB-separated URLs, as aria2c's input
+    /// file. Empty for a line of one URL (and always for a command-line argument).
+    var mirrors: [URL] = []
+
+    /// `url` then its mirrors.
+    var urls: [URL] { [url] + mirrors }
 }
 
 /// The input file format:
@@ -83,12 +90,16 @@ struct InputEntry: Equatable, Sendable {
 ///     sha256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 ///     header=Authorization: Bearer abc
 /// https://example.org/other.bin
+/// https://a.example.org/x.iso<TAB>https://b.example.net/pub/x.iso
 /// ```
 ///
-/// A line that starts with a space or a tab belongs to the URL above it. Blank lines and lines
+/// A URL line may hold several URLs separated by tabs: mirrors of one file, the first naming
+/// it (unless `out=` does); the option lines below apply to all of them. A line that starts with a space or a tab belongs to the URL above it. Blank lines and lines
 /// whose first non-blank character is `#` are skipped. Parsing is pure: no I/O.
 enum InputFile {
     static let keys = ["out", "priority", "sha256", "sha512", "sha1", "md5", "header"]
+    /// The most URLs one line may hold (a URL and its mirrors).
+    static let maxMirrors = 64
 
     /// Parses a whole file (already read). `origin` names it in the entries (`urls.txt`).
     static func parse(_ data: Data, origin: String) throws(InputFileError) -> [InputEntry] {
@@ -123,13 +134,26 @@ enum InputFile {
                 current = entry
             } else {
                 if let entry = current { entries.append(entry) }
-                switch validateURL(trimmed) {
-                case .success(let url):
-                    current = InputEntry(url: url, origin: "\(origin):\(lineNumber)")
-                    seenKeys = []
-                case .failure(let problem):
-                    throw fail(problem.message)
+                // A tab between URLs: mirrors of one file (aria2c's format). Nothing else
+                // separates them: a space in a URL stays the error it always was.
+                let fields = trimmed.split(separator: "\t", omittingEmptySubsequences: true).map {
+                    $0.trimmingCharacters(in: CharacterSet(charactersIn: " "))
                 }
+                guard fields.count <= maxMirrors else {
+                    throw fail("more than \(maxMirrors) URLs (mirrors) on one line")
+                }
+                var urls: [URL] = []
+                for field in fields {
+                    switch validateURL(field) {
+                    case .success(let url):
+                        if urls.contains(url) { throw fail("the same URL is given twice on one line: \(quoted(field))") }
+                        urls.append(url)
+                    case .failure(let problem):
+                        throw fail(fields.count > 1 ? "mirror \(urls.count + 1): \(problem.message)" : problem.message)
+                    }
+                }
+                current = InputEntry(url: urls[0], origin: "\(origin):\(lineNumber)", mirrors: Array(urls.dropFirst()))
+                seenKeys = []
             }
         }
         if let entry = current { entries.append(entry) }

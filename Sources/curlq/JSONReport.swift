@@ -44,7 +44,18 @@ enum JSONReport {
         case .failed, .interrupted: text += ",\"reason\":\(string(result.error ?? "failed"))"
         }
         if let kind = result.errorKind { text += ",\"errorKind\":\(string(kind.rawValue))" }
+        if let mirrors = result.mirrors { text += ",\"mirrors\":" + object(mirrors) }
         return text + "}"
+    }
+
+    /// `mirrors`, only for a file given with mirrors: `{"served":URL|null,"failed":[{"url":…,
+    /// "error":…,"errorKind":…,"status":…|null}, …]}`, a failed entry per failed try, in order.
+    static func object(_ mirrors: MirrorReport) -> String {
+        let failed = mirrors.failures.map { failure in
+            "{\"url\":\(string(failure.url.absoluteString)),\"error\":\(string(failure.reason))"
+                + ",\"errorKind\":\(string(failure.kind.rawValue)),\"status\":\(failure.status.map(String.init) ?? "null")}"
+        }
+        return "{\"served\":\(mirrors.served.map { string($0.absoluteString) } ?? "null"),\"failed\":[\(failed.joined(separator: ","))]}"
     }
 
     /// A JSON string literal (``TextEscaping/jsonLiteral(_:)``).

@@ -73,6 +73,12 @@ enum ResultText {
         return job.discardedPart?.description
     }
 
+    /// `, from mirror 2 of 3 (URL)` for a file given with mirrors.
+    static func servedBy(_ result: FileResult) -> String {
+        guard let mirrors = result.mirrors, let index = mirrors.servedIndex, let url = mirrors.served else { return "" }
+        return ", from mirror \(index + 1) of \(mirrors.count) (\(Format.url(url)))"
+    }
+
     static func detail(_ result: FileResult) -> String {
         let seconds = result.transferSeconds
         switch result.outcome {
@@ -80,7 +86,7 @@ enum ResultText {
             let speed = seconds > 0 ? ", " + Format.speed(Double(result.fetched) / seconds) : ""
             let attempts = result.attempts > 1 ? ", \(result.attempts) attempts" : ""
             let resumed = result.fetched < result.bytes ? " (resumed: \(Format.bytes(result.fetched)) fetched)" : ""
-            return "\(Format.bytes(result.bytes))\(resumed) in \(Format.duration(seconds))\(speed)\(attempts)"
+            return "\(Format.bytes(result.bytes))\(resumed) in \(Format.duration(seconds))\(speed)\(attempts)\(servedBy(result))"
         case .skipped:
             return "already there (\(Format.bytes(result.bytes))); --overwrite replaces it"
         case .failed, .interrupted:
@@ -119,7 +125,8 @@ final class LineDisplay: ProgressDisplay {
 
     func started(_ index: Int, _ model: BatchModel) {
         let job = model.jobs[index]
-        line("start", job.name, Format.url(job.url) + (ResultText.partFate(job).map { " (\($0))" } ?? ""))
+        let mirrors = job.mirrors.isEmpty ? "" : " (+\(job.mirrors.count) mirror\(job.mirrors.count == 1 ? "" : "s"))"
+        line("start", job.name, Format.url(job.url) + mirrors + (ResultText.partFate(job).map { " (\($0))" } ?? ""))
     }
 
     func retrying(_ index: Int, attempt: Int, delay: Double, _ model: BatchModel) {

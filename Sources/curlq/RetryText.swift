@@ -6,7 +6,7 @@ import Foundation
 enum RetryText {
     static func line(_ index: Int, attempt: Int, delay: Double, _ model: BatchModel) -> String {
         let reason = model.live[index].retryReason.map { ": " + Format.safe($0) } ?? ""
-        return "retrying in \(Format.duration(delay)) (attempt \(attempt) of \(model.maxAttempts))\(reason)"
+        return "retrying in \(Format.duration(delay)) (attempt \(attempt) of \(model.live[index].attemptLimit ?? model.maxAttempts))\(reason)"
     }
 }
 

@@ -5,8 +5,9 @@ import Foundation
 /// own InputFile.swift, compiled into this target.
 ///
 /// Checked: an error names a line of the file, and its message has no control characters (curlq
-/// prints it to the terminal). Each entry comes from a line of its own, in order; its URL is http
-/// or https with a host; `out=` is not empty; a checksum (`sha256=`, `sha512=`, `sha1=`,
+/// prints it to the terminal). Each entry comes from a line of its own, in order; its URL and each
+/// of its mirrors (TAB-separated on that line; at most `maxMirrors`, none twice) is http or https
+/// with a host and no space or control character; `out=` is not empty; a checksum (`sha256=`, `sha512=`, `sha1=`,
 /// `md5=`) has its algorithm's number of lowercase hex digits; header names are tokens, and
 /// values have no ASCII control characters but tabs (none that a header line cannot carry: C1
 /// controls, U+0080 to U+009F, are UTF-8 bytes above 0x7F, obs-text), nor
@@ -30,8 +31,15 @@ public func fuzzInputFile(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let line = Int(entry.origin.dropFirst("urls.txt:".count)) ?? 0
         check(line > previousLine && line <= lineCount, "entry from line \(line), after \(previousLine), of \(lineCount)")
         previousLine = line
-        check(["http", "https"].contains(entry.url.scheme?.lowercased()), "scheme of \(entry.url)")
-        check(!(entry.url.host ?? "").isEmpty, "no host in \(entry.url)")
+        // A line of TAB-separated URLs: the first and its mirrors, each a URL the same rules allow.
+        check(entry.urls.count <= InputFile.maxMirrors, "\(entry.urls.count) URLs on one line")
+        check(Set(entry.urls).count == entry.urls.count, "a URL twice among \(entry.urls)")
+        for url in entry.urls {
+            check(["http", "https"].contains(url.scheme?.lowercased()), "scheme of \(url)")
+            check(!(url.host ?? "").isEmpty, "no host in \(url)")
+            check(!url.absoluteString.unicodeScalars.contains { $0.properties.isWhitespace || isControl($0) },
+                  "a space or control character in \(url.absoluteString.debugDescription)")
+        }
         if let out = entry.out { check(!out.isEmpty, "empty out=") }
         if let checksum = entry.checksum {
             let hex = checksum.hex
