@@ -40,7 +40,7 @@ import Testing
         #expect(jobs[0].name == "x.iso" && jobs[0].mirrors.count == 2)
     }
 
-    @Test func aMirrorServesWhenTheFirstRefusesConnectionsAnswers503Or404() async throws {
+    @Test func aMirrorServesWhenTheFirstRefusesConnectionsStallsAnswers503Or404() async throws {
         try await withServer { server in
             try await withRefusingPort { port in
                 try await withFolder { folder in
@@ -50,16 +50,20 @@ import Testing
                             out=busy.bin
                         \(server.url("/status/404"))\t\(server.url("/bytes/30002?m=3"))
                             out=missing.bin
+                        \(server.url("/bytes/30003?stallAfter=1000"))\t\(server.url("/bytes/30003?m=4"))
+                            out=stalled.bin
                         """
                     // --retries 0: a budget of one try, but every mirror gets one.
-                    let run = try await get(folder, input, "--retries", "0")
+                    let run = try await get(folder, input, "--retries", "0", "--stall-timeout", "1")
                     #expect(run.status == 0, "\(run)")
                     #expect(holds(folder.appendingPathComponent("refused.bin"), 30000))
                     #expect(holds(folder.appendingPathComponent("busy.bin"), 30001))
                     #expect(holds(folder.appendingPathComponent("missing.bin"), 30002))
+                    #expect(holds(folder.appendingPathComponent("stalled.bin"), 30003))
                     let reports = try run.jsonFiles()
                     let expected: [(String, String, Int?)] = [("/bytes/30000?m=1", "connect", nil), ("/bytes/30001?m=2", "http", 503),
-                                                              ("/bytes/30002?m=3", "http", 404)]
+                                                              ("/bytes/30002?m=3", "http", 404), ("/bytes/30003?m=4", "stall", nil)]
+                    #expect(reports.count == expected.count)
                     for (report, (served, kind, status)) in zip(reports, expected) {
                         #expect(report["outcome"] as? String == "downloaded", "\(report)")
                         let (by, failed) = try mirrors(report)
@@ -114,6 +118,30 @@ import Testing
                     #expect(try again.jsonFiles()[0]["attempts"] as? Int == 4)
                     #expect(server.requests.filter { $0.uri.contains("n=2") }.count == 2)
                 }
+            }
+        }
+    }
+
+    @Test func maxFileTimeAndCtrlCEndAFileWaitingBetweenTwoRounds() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                // Two mirrors that always fail, and a budget of 40 tries: the backoff between
+                // rounds doubles to 30 s, so only the limits can end the file early.
+                let input = "\(server.url("/status/503?w=1"))\t\(server.url("/status/404?w=2"))\n    out=w.bin\n"
+                let timed = try await get(folder, input, "--retries", "39", "--max-file-time", "2")
+                #expect(timed.status == 1, "\(timed)")
+                let report = try #require(try timed.jsonFiles().first)
+                #expect(report["errorKind"] as? String == "timeout", "\(report)")
+                #expect(try #require(report["seconds"] as? Double) < 10, "--max-file-time did not end the wait between mirrors")
+
+                let process = try CurlqProcess(["get", "-d", folder.path, "--json", "--progress", "lines", "--retries", "39", "-i", "-"],
+                                               input: Data(input.utf8))
+                // The event: the ninth try is announced, at the start of a wait of 1 to 2 s.
+                #expect(await process.waitForError(containing: "(attempt 9 of 40)"))
+                process.send(SIGINT)
+                let stopped = await process.finish(timeout: 10)
+                #expect(stopped.status == 130, "\(stopped)")
+                #expect(try stopped.jsonFiles().first?["outcome"] as? String == "interrupted")
             }
         }
     }
