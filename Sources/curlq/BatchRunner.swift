@@ -575,6 +575,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         let mirror = state.current
         let partSize = FileKind.of(part) == .file ? FileKind.size(part) ?? 0 : 0
         var resume = false
+        var note: String?  // said after the start line
         // The first try keeps the planner's decision to discard a `.part` (its start line says so).
         if partSize > 0, !first || job.resumeOffset > 0 {
             let from = state.partFrom.map(state.name) ?? "a URL no longer on its line"
@@ -583,11 +584,12 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             } else if let checksum = job.checksum {
                 MirrorRules.dropValidator(part)
                 resume = true
-                display.note("\(job.name): resuming the \(Format.bytes(partSize)) .part from \(from) on \(state.name(mirror)) "
-                    + "without If-Range (the other server's validator means nothing here): its \(checksum.algorithm.rawValue) decides", model)
+                note = "\(job.name): resuming the \(Format.bytes(partSize)) .part from \(from) on \(state.name(mirror)) "
+                    + "without If-Range (the other server's validator means nothing here): its \(checksum.algorithm.rawValue) decides"
             } else {
-                display.note("\(job.name): starting over on \(state.name(mirror)): the \(Format.bytes(partSize)) .part came from "
-                    + "\(from), and without a checksum nothing would catch two servers' bytes spliced together", model)
+                note = "\(job.name): starting over on \(state.name(mirror)): the \(Format.bytes(partSize)) .part came from "
+                    + "\(from), and without a checksum nothing would catch two servers' bytes spliced together"
+                if first { model.jobs[index].resumeOffset = 0 }  // the start line must not say "resuming"
             }
         }
         state.partSizeBefore = resume ? partSize : 0
@@ -610,9 +612,14 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         try? requestQueue.add(operation)  // cannot fail: the operation is new
         if first {
             noteStarted(index)
+            if let note { display.note(note, model) }
+            if options.split > 1 {
+                display.note("\(job.name): one connection: a file with mirrors is fetched from one mirror at a time (-s is for files of one URL)", model)
+            }
         } else {
             model.live[index].phase = .running
             model.live[index].attempts = state.tries
+            if let note { display.note(note, model) }
         }
     }
 

@@ -196,6 +196,18 @@ import Testing
                 #expect(resumed.header("if-range") == nil, "the first mirror's validator went to the second")
                 #expect(try checked.jsonFiles()[0]["outcome"] as? String == "resumed")
                 #expect(holds(folder.appendingPathComponent("checked.bin"), 100000))
+
+                // A rerun knows which mirror wrote a .part (its mark, user.curlq.source): the
+                // second mirror's .part is not resumed on the first, whose ETag is the same.
+                let both = "\(server.url(cut + "&f=3"))\t\(server.url(cut + "&g=3"))\n    out=rerun.bin\n"
+                let failed = try await get(folder, both, "--retries", "0")
+                #expect(failed.status == 1, "\(failed)")
+                let rerun = try await get(folder, both, "--retries", "0")
+                #expect(rerun.stderr.contains("rerun.bin: starting over on mirror 1 of 2"), "\(rerun.stderr)")
+                #expect(rerun.stderr.contains(".part came from mirror 2 of 2"), "\(rerun.stderr)")
+                #expect(!rerun.stderr.contains("resuming after"), "the start line says it resumes: \(rerun.stderr)")
+                let first = try #require(server.requests.last { $0.uri == server.url(cut + "&f=3").relativeReference })
+                #expect(first.header("range") == nil, "the second mirror's .part resumed on the first: \(first.headers)")
             }
         }
     }
