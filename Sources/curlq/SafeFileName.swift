@@ -27,6 +27,11 @@ enum SafeFileName {
     /// `../../etc/passwd` becomes `etc_passwd`: the path is split at `/` and `\`, the empty,
     /// `.` and `..` components are dropped and the rest joined with `_`.
     static func sanitize(_ raw: String) -> String {
+        sanitizedName(raw) ?? fallback
+    }
+
+    /// As ``sanitize(_:)``, but nil where that gives ``fallback``: nothing usable was left.
+    static func sanitizedName(_ raw: String) -> String? {
         var cleaned = String.UnicodeScalarView()
         for scalar in raw.unicodeScalars {
             switch scalar.properties.generalCategory {
@@ -38,9 +43,11 @@ enum SafeFileName {
                 cleaned.append(scalar)
             }
         }
-        let components = String(cleaned)
+        // Split on scalars, not characters: a combining mark after a `/` makes one character of
+        // the two, which a split on characters would not see as a separator.
+        let components = cleaned
             .split(whereSeparator: { $0 == "/" || $0 == "\\" })
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .map { String(String.UnicodeScalarView($0)).trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && $0 != "." && $0 != ".." }
         var name = components.joined(separator: "_")
 
@@ -53,7 +60,7 @@ enum SafeFileName {
             name.unicodeScalars.removeLast()
         }
         name = truncated(name)
-        return name.isEmpty ? fallback : name
+        return name.isEmpty ? nil : name
     }
 
     /// At most ``maxBytes`` of UTF-8, keeping a short extension (16 bytes at most). Cut at a

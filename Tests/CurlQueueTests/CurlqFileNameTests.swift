@@ -47,6 +47,9 @@ import Testing
         #expect(SafeFileName.sanitize("a\u{0}b\nc\u{1B}[31md\u{7F}") == "a_b_c_[31md_")
         #expect(SafeFileName.sanitize("evil\u{202E}txt.exe") == "eviltxt.exe")
         #expect(SafeFileName.sanitize("  spaced  ") == "spaced")
+        // A combining mark after the separator: one character, still two components.
+        #expect(SafeFileName.sanitize("../\u{301}x") == "\u{301}x")
+        #expect(!SafeFileName.sanitize("a/\u{301}b").unicodeScalars.contains("/"))
         let inputs = ["../x", "..", ".", "/", "\\..\\", "..%2F", "\u{0}", ". .", ".\u{200B}.", "a/../../b", String(repeating: "../", count: 100)]
         for input in inputs {
             expectSafe(SafeFileName.sanitize(input))
