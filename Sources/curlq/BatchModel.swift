@@ -46,6 +46,8 @@ struct FileResult: Sendable {
     var partialPath: String?
     /// For a file with mirrors: which one served it and which failed (Mirrors.swift).
     var mirrors: MirrorReport?
+    /// `-J`: `path` is the name the server proposed (Content-Disposition), not the URL's.
+    var nameFromServer = false
 
     /// `--json`'s `errorKind`: what a script needs to tell a 404 from a network outage.
     enum ErrorKind: String, Sendable {

@@ -53,6 +53,9 @@ struct BatchOptions: Sendable {
     var verbose = false
     /// `-s/--split`: connections (byte ranges) per file; 1 = one connection (SplitDownload.swift).
     var split = 1
+    /// `-J/--remote-header-name`: a file without `out=`/`-o` takes the name its response's
+    /// `Content-Disposition` proposes, once complete (``ContentDisposition``, BatchRunner+ServerName.swift).
+    var remoteHeaderName = false
 }
 
 /// One file of the batch, with everything decided before the first request. Kept small:
@@ -83,6 +86,9 @@ struct Job: Sendable {
     /// The other URLs of the file (an input line of TAB-separated URLs), tried after `url`
     /// (Mirrors.swift). `url` names the file.
     var mirrors: [URL] = []
+    /// `-J` applies: once complete, the file moves to the name its response proposes, if any
+    /// (false when `out=` or `-o` named it).
+    var takesServerName = false
 
     /// A `.part` file started over rather than resumed.
     struct DiscardedPart: Sendable, Equatable {
@@ -136,6 +142,7 @@ enum BatchPlanner {
                 index: index, url: entry.url, name: names.claim(wanted), priority: entry.priority,
                 checksum: entry.checksum, headers: entry.headers, resumeOffset: 0, discardedPart: nil, plan: .download,
                 mirrors: entry.mirrors)
+            job.takesServerName = options.remoteHeaderName && entry.out == nil
             job.plan = decide(&job, paths: paths, options: options)
             jobs.append(job)
         }

@@ -56,6 +56,8 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     // MARK: --session (GetSession.swift): told of each start and end; `recorded` skip with no request.
     private let session: GetSession?
     private let recorded: Set<Int>
+    /// `-J`: the names claimed from the servers and the files moved to them (ServerNames.swift).
+    private var serverNames: ServerNames
 
     init(
         jobs: [Job], options: BatchOptions, display: any ProgressDisplay,
@@ -74,6 +76,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         self.remaining = jobs.count
         self.operations = Array(repeating: nil, count: jobs.count)
         self.paths = JobPaths(folder: options.directory)
+        self.serverNames = ServerNames(jobs: jobs)
         self.admission = Admission(
             jobs: jobs.filter { $0.plan == .download }.map { ($0.index, Admission.origin(of: $0.url), $0.priority) },
             count: jobs.count, lastInFirstOut: options.order == .lastInFirstOut, perHost: options.perHost)
@@ -356,7 +359,9 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             if options.verbose { verbose(Verbose.responseLines(url: job.url, status: status, fields: response.headerFields)) }
             model.live[index].attempts = response.attempts
             if (200..<300).contains(status), response.fileURL != nil {
-                downloaded(job, status: status, attempts: response.attempts, digests: response.fileDigests)
+                let proposed = ServerNames.proposed(
+                    job, status: status, contentDisposition: response.headerFields[values: .contentDisposition].first)
+                downloaded(job, status: status, attempts: response.attempts, digests: response.fileDigests, proposed: proposed)
             } else {
                 let tries = response.attempts > 1 ? " (after \(response.attempts) attempts)" : ""
                 finalize(index, outcome: .failed, status: status, attempts: response.attempts,
@@ -377,44 +382,38 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
 
     /// A complete body: checked against the file's checksum, with the digests the transfer
     /// computed as it wrote the bytes, or (when it resumed a `.part`) read back from disk.
-    private func downloaded(_ job: Job, status: Int, attempts: Int, digests: [DigestAlgorithm: String]) {
+    /// `proposed`: with `-J`, the name the response proposed (made safe), moved to once verified.
+    private func downloaded(_ job: Job, status: Int, attempts: Int, digests: [DigestAlgorithm: String], proposed: String?) {
         let index = job.index
         let wanted = job.digestsWanted(everything: options.digestEverything)
         guard !wanted.isEmpty else {
-            finalize(index, outcome: .downloaded, status: status, attempts: attempts)
+            place(job, status: status, attempts: attempts, sha256: nil, proposed: proposed)
             return
         }
         let staged = paths.download(job)
         if wanted.isSubset(of: digests.keys) {
-            verified(job, status: status, attempts: attempts, digests: .success(digests))
+            verified(job, status: status, attempts: attempts, digests: .success(digests), proposed: proposed)
             return
         }
         model.live[index].phase = .verifying
         hash(staged, wanted) { [self] digests in
-            verified(job, status: status, attempts: attempts, digests: digests)
+            verified(job, status: status, attempts: attempts, digests: digests, proposed: proposed)
         }
     }
 
     private func verified(
-        _ job: Job, status: Int, attempts: Int, digests: Result<[DigestAlgorithm: String], SHA256.FileError>
+        _ job: Job, status: Int, attempts: Int, digests: Result<[DigestAlgorithm: String], SHA256.FileError>, proposed: String?
     ) {
         let index = job.index
         guard let checksum = job.checksum else {
-            finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: try? digests.get()[.sha256])
+            place(job, status: status, attempts: attempts, sha256: try? digests.get()[.sha256], proposed: proposed)
             return
         }
         let staged = paths.download(job)
-        let final = paths.final(job)
         let name = checksum.algorithm.rawValue
         switch digests {
         case .success(let digests) where digests[checksum.algorithm] == checksum.hex:
-            if rename(staged, final) == 0 {
-                finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: digests[.sha256])
-            } else {
-                let reason = String(cString: strerror(errno))
-                finalize(index, outcome: .failed, status: status, attempts: attempts, sha256: digests[.sha256],
-                         error: "cannot move \(staged) to \(final): \(reason)")
-            }
+            place(job, status: status, attempts: attempts, sha256: digests[.sha256], proposed: proposed)
         case .success(let digests):
             let bytes = FileKind.size(staged) ?? 0
             unlink(staged)
@@ -430,6 +429,41 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
                      error: "\(interruption?.description ?? "stopped") while checking \(name) (the download is kept as \(staged))")
         case .failure(.unreadable(let reason)):
             finalize(index, outcome: .failed, status: status, attempts: attempts, error: reason)
+        }
+    }
+
+    /// The complete and verified file at the download path: moved to its final name, the URL's
+    /// (when a checksum kept it at `NAME.unverified`), or with `-J` the one its response
+    /// proposed. A server's name that cannot be taken (a file already there) fails the file,
+    /// which stays, whole, under the URL's name.
+    private func place(_ job: Job, status: Int, attempts: Int, sha256: String?, proposed: String?) {
+        let index = job.index
+        let staged = paths.download(job)
+        let final = paths.final(job)
+        switch serverNames.move(job, from: staged, proposed: proposed, folder: paths.folder) {
+        case .moved:
+            finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: sha256)
+        case .refused(let name, let code):
+            var kept = staged
+            if staged != final, link(staged, final) == 0 {  // verified: it may take the URL's name, never replacing one
+                unlink(staged)
+                kept = final
+            }
+            let why = code == EEXIST
+                ? "which is already there (-J never replaces a file)" : "but it cannot take that name (\(String(cString: strerror(code))))"
+            finalize(index, outcome: .failed, status: status, attempts: attempts, bytes: FileKind.size(kept), sha256: sha256,
+                     kind: code == EEXIST ? .existingFile : .file,
+                     error: "the server names it \(name), \(why); the download is kept as \((kept as NSString).lastPathComponent)")
+        case .unchanged where staged == final:
+            finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: sha256)
+        case .unchanged:
+            if rename(staged, final) == 0 {
+                finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: sha256)
+            } else {
+                let reason = String(cString: strerror(errno))
+                finalize(index, outcome: .failed, status: status, attempts: attempts, sha256: sha256,
+                         error: "cannot move \(staged) to \(final): \(reason)")
+            }
         }
     }
 
@@ -455,13 +489,14 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     ) {
         guard results[index] == nil else { return }
         let job = model.jobs[index]
-        let onDisk = bytes ?? (outcome == .downloaded ? FileKind.size(paths.final(job)) : FileKind.size(paths.part(job))) ?? 0
+        let path = serverNames.placed[index].map { paths.folder + "/" + $0 } ?? paths.final(job)  // -J: the server's name
+        let onDisk = bytes ?? (outcome == .downloaded ? FileKind.size(path) : FileKind.size(paths.part(job))) ?? 0
         let now = monotonicSeconds()
         let seconds = model.live[index].startedAt.map { now - $0 } ?? 0
         let transferSeconds = model.live[index].startedAt.map { (model.live[index].transferEndedAt ?? now) - $0 } ?? 0
         if outcome == .downloaded { model.settle(index, bytesOnDisk: onDisk, whole: status != 206) }
         var result = Self.classified(FileResult(
-            url: job.url, path: paths.final(job), outcome: outcome, status: status, bytes: onDisk,
+            url: job.url, path: path, outcome: outcome, status: status, bytes: onDisk,
             sha256: sha256, attempts: attempts, seconds: seconds,
             error: outcome == .downloaded || outcome == .skipped ? nil : error ?? "failed",
             fetched: model.live[index].fetched, transferSeconds: transferSeconds,
@@ -476,6 +511,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
                 admission.finished(index)
             }
         }
+        result.nameFromServer = serverNames.placed[index] != nil
         results[index] = result
         session?.note(.finished(index, result))
         remaining -= 1
@@ -537,9 +573,10 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         model.live[index].transferEndedAt = monotonicSeconds()
         defer { admit() }
         switch outcome {
-        case .done(let attempts, let resumed):
+        case .done(let attempts, let resumed, let contentDisposition):
             model.live[index].attempts = attempts
-            downloaded(job, status: resumed ? 206 : 200, attempts: attempts, digests: [:])
+            let proposed = ServerNames.proposed(job, status: 200, contentDisposition: contentDisposition)
+            downloaded(job, status: resumed ? 206 : 200, attempts: attempts, digests: [:], proposed: proposed)
         case .failed(let reason, let status, let attempts):
             finalize(index, outcome: .failed, status: status, attempts: attempts, error: reason)
         case .interrupted where model.live[index].timedOut && interruption == nil:

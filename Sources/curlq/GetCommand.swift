@@ -33,7 +33,8 @@ struct GetCommand: AsyncParsableCommand {
 
             Files are written as NAME.part and renamed to NAME once complete (and verified, when \
             a checksum is given; it is computed as the bytes arrive). Names come from out= or the URL's last path segment, made safe: \
-            nothing is ever written outside the output folder.
+            nothing is ever written outside the output folder. With -J, a complete file then moves \
+            to the name its server proposes, made safe the same way.
 
             Credentials (-u, --netrc, --netrc-file, -b) go only to the origin of each URL: a \
             redirect to another scheme, host or port gets none of them. They are never shown.
@@ -71,6 +72,10 @@ struct GetCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("O"), .customLong("remote-name")],
           help: "Name each file after its URL's last path segment (what curlq always does; accepted as curl's -O).")
     var remoteName = false
+
+    @Flag(name: [.customShort("J"), .customLong("remote-header-name")],
+          help: "Name each file as its server's Content-Disposition says (filename*, else filename; made safe, base name only, in the -d folder), once it is complete and verified; without one, or for a resumed file whose 206 has none, the URL's name stays. Never replaces a file already there (that file fails, kept under the URL's name). Ignored for a file named by -o or out=. Not with --session.")
+    var remoteHeaderName = false
 
     // MARK: TLS trust (issue 22, trap 4: curl's options and environment variables)
 
@@ -215,6 +220,9 @@ struct GetCommand: AsyncParsableCommand {
         guard perHost >= 0 else { throw ValidationError("--per-host must be 0 (no limit) or more, not \(perHost)") }
         guard !(resume && restart) else { throw ValidationError("-c/--continue and --restart contradict each other: give one") }
         guard !(session != nil && restart) else { throw ValidationError("--session resumes (it implies -c): --restart contradicts it") }
+        guard !(session != nil && remoteHeaderName) else {
+            throw ValidationError("-J/--remote-header-name and --session do not go together: a session knows each file by its URL's name, which -J changes once the file is complete")
+        }
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more, not \(retries)") }
         guard (1...SplitSidecar.maxRanges).contains(split) else { throw ValidationError("-s/--split must be 1 to \(SplitSidecar.maxRanges), not \(split)") }
         _ = try Self.parseStatuses(retryHTTP)
@@ -317,6 +325,7 @@ struct GetCommand: AsyncParsableCommand {
         options.credentials = try credentials(ProcessInfo.processInfo.environment)
         options.verbose = verbose
         options.split = split
+        options.remoteHeaderName = remoteHeaderName
         return (BatchPlanner.plan(entries, options: options), options)
     }
 

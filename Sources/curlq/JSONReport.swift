@@ -34,6 +34,7 @@ enum JSONReport {
     static func object(_ result: FileResult) -> String {
         var text = "{\"url\":\(string(result.url.absoluteString)),\"outcome\":\(string(outcome(result)))"
         if FileKind.size(result.path) != nil { text += ",\"path\":\(string(result.path))" }
+        if result.nameFromServer { text += ",\"nameFromServer\":true" }  // -J: `path` has the server's name
         if let partial = result.partialPath, FileKind.size(partial) != nil { text += ",\"partialPath\":\(string(partial))" }
         text += ",\"status\":\(result.status.map(String.init) ?? "null"),\"bytes\":\(result.bytes)"
             + ",\"sha256\":\(result.sha256.map(string) ?? "null"),\"attempts\":\(result.attempts)"

@@ -86,7 +86,8 @@ enum ResultText {
             let speed = seconds > 0 ? ", " + Format.speed(Double(result.fetched) / seconds) : ""
             let attempts = result.attempts > 1 ? ", \(result.attempts) attempts" : ""
             let resumed = result.fetched < result.bytes ? " (resumed: \(Format.bytes(result.fetched)) fetched)" : ""
-            return "\(Format.bytes(result.bytes))\(resumed) in \(Format.duration(seconds))\(speed)\(attempts)\(servedBy(result))"
+            let serverName = result.nameFromServer ? "; saved as \(Format.safe((result.path as NSString).lastPathComponent)) (the server's name, -J)" : ""
+            return "\(Format.bytes(result.bytes))\(resumed) in \(Format.duration(seconds))\(speed)\(attempts)\(serverName)\(servedBy(result))"
         case .skipped:
             return "already there (\(Format.bytes(result.bytes))); --overwrite replaces it"
         case .failed, .interrupted:

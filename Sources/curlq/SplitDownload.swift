@@ -27,8 +27,8 @@ import Musl
 final class SplitDownload: @unchecked Sendable {
     enum Outcome {
         /// Every range arrived and the `.part` was renamed to the download path. `resumed`: some
-        /// bytes came from an earlier run.
-        case done(attempts: Int, resumed: Bool)
+        /// bytes came from an earlier run. `contentDisposition`: the probe's (for `-J`).
+        case done(attempts: Int, resumed: Bool, contentDisposition: String?)
         /// Not splittable: download it over one connection; the reason says why.
         case fallback(String)
         case failed(String, status: Int?, attempts: Int)
@@ -329,7 +329,8 @@ final class SplitDownload: @unchecked Sendable {
                                   attempts: totalAttempts))
         }
         SplitSidecar.remove(sidecarPath)
-        finish(.done(attempts: totalAttempts, resumed: resumed))
+        finish(.done(attempts: totalAttempts, resumed: resumed,
+                     contentDisposition: probeHead?.headerFields[values: .contentDisposition].first))
     }
 
     private func closeFile() {

@@ -213,6 +213,10 @@ enum Routes {
             plan.sendCount = min(max(0, target.int("cutAfter") ?? 0), length)
             plan.ending = .close
         }
+        // `cd=V`: `Content-Disposition: V` (curlq -J); with `cdWhole=1` on a 200 only, not a 206.
+        if let disposition = target.query["cd"], !(target.flag("cdWhole") && status == .partialContent) {
+            plan.headers.add(name: "Content-Disposition", value: disposition)
+        }
         let chunked = target.flag("chunked")
         var announcedLength = length
         if let closeAfter = target.int("closeAfter") {
