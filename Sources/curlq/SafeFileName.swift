@@ -49,9 +49,15 @@ enum SafeFileName {
             .split(whereSeparator: { $0 == "/" || $0 == "\\" })
             .map { String(String.UnicodeScalarView($0)).trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && $0 != "." && $0 != ".." }
-        var name = components.joined(separator: "_")
+        // Tidied again once cut: the cut may leave a dot where the stem meets the extension
+        // (`a.` + `.bin`) or a space at the end.
+        let name = tidied(truncated(tidied(components.joined(separator: "_"))))
+        return name.isEmpty ? nil : name
+    }
 
-        // No run of dots anywhere, no dot or space at the start, no space at the end.
+    /// No run of dots anywhere, no dot or space at the start, no space at the end.
+    private static func tidied(_ text: String) -> String {
+        var name = text
         while name.contains("..") { name = name.replacingOccurrences(of: "..", with: ".") }
         while let first = name.unicodeScalars.first, first == "." || first.properties.isWhitespace {
             name.unicodeScalars.removeFirst()
@@ -59,8 +65,7 @@ enum SafeFileName {
         while let last = name.unicodeScalars.last, last.properties.isWhitespace {
             name.unicodeScalars.removeLast()
         }
-        name = truncated(name)
-        return name.isEmpty ? nil : name
+        return name
     }
 
     /// At most ``maxBytes`` of UTF-8, keeping a short extension (16 bytes at most). Cut at a

@@ -50,6 +50,10 @@ import Testing
         // A combining mark after the separator: one character, still two components.
         #expect(SafeFileName.sanitize("../\u{301}x") == "\u{301}x")
         #expect(!SafeFileName.sanitize("a/\u{301}b").unicodeScalars.contains("/"))
+        // Where the cut meets the extension or leaves a space: tidied again, so that the rules
+        // still hold and making a name safe twice changes nothing.
+        #expect(SafeFileName.sanitize(String(repeating: "a", count: 195) + ".X.bin") == String(repeating: "a", count: 195) + ".bin")
+        #expect(SafeFileName.sanitize(String(repeating: "a", count: 199) + " b") == String(repeating: "a", count: 199))
         let inputs = ["../x", "..", ".", "/", "\\..\\", "..%2F", "\u{0}", ". .", ".\u{200B}.", "a/../../b", String(repeating: "../", count: 100)]
         for input in inputs {
             expectSafe(SafeFileName.sanitize(input))
