@@ -53,6 +53,14 @@ let package = Package(
             dependencies: [.product(name: "CurlQueue", package: "CurlQueue")],
             swiftSettings: strict
         ),
+        // curlq -J's Content-Disposition parser and the file-name rules it shares with URL
+        // names: Sources/curlq/ContentDisposition.swift and SafeFileName.swift through symbolic
+        // links, as above (SafeFileName imports CurlQueue; TextEscaping.swift says why it is here).
+        .executableTarget(
+            name: "FuzzContentDisposition",
+            dependencies: [.product(name: "CurlQueue", package: "CurlQueue")],
+            swiftSettings: strict
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,1 @@
+../../../Sources/curlq/ContentDisposition.swift
