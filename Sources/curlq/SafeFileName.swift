@@ -2,7 +2,7 @@ import CurlQueue
 import Foundation
 
 /// Turns whatever a URL or an `out=` line says into a plain file name that stays inside the
-/// output folder: no `/` (nor `\`), no `.` or `..` component, no leading `.`, no run of dots,
+/// output folder: no `/` (nor `\`), no `.` or `..` component, no leading `.` or `-`, no run of dots,
 /// no control or invisible formatting characters, at most ``maxBytes`` bytes of UTF-8, and
 /// `index.html` when nothing is left.
 enum SafeFileName {
@@ -55,7 +55,8 @@ enum SafeFileName {
         return name.isEmpty ? nil : name
     }
 
-    /// No run of dots anywhere, no dot or space at the start, no space at the end.
+    /// No run of dots anywhere, no dot or space at the start, no space at the end, and a
+    /// leading `-` as `_` (a name such as `-rf` would be an option to `rm *` or `ls *`).
     private static func tidied(_ text: String) -> String {
         var name = text
         while name.contains("..") { name = name.replacingOccurrences(of: "..", with: ".") }
@@ -64,6 +65,9 @@ enum SafeFileName {
         }
         while let last = name.unicodeScalars.last, last.properties.isWhitespace {
             name.unicodeScalars.removeLast()
+        }
+        if name.unicodeScalars.first == "-" {
+            name.unicodeScalars.replaceSubrange(name.unicodeScalars.startIndex..<name.unicodeScalars.index(after: name.unicodeScalars.startIndex), with: "_".unicodeScalars)
         }
         return name
     }

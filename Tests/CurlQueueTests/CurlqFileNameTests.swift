@@ -12,7 +12,7 @@ import Testing
         #expect(!name.isEmpty, sourceLocation: sourceLocation)
         #expect(!name.contains("/") && !name.contains("\\"), "\(name.debugDescription)", sourceLocation: sourceLocation)
         #expect(!name.contains(".."), "\(name.debugDescription)", sourceLocation: sourceLocation)
-        #expect(!name.hasPrefix("."), "\(name.debugDescription)", sourceLocation: sourceLocation)
+        #expect(!name.hasPrefix(".") && !name.hasPrefix("-"), "\(name.debugDescription)", sourceLocation: sourceLocation)
         #expect(!name.unicodeScalars.contains { $0.properties.generalCategory == .control }, "\(name.debugDescription)", sourceLocation: sourceLocation)
         #expect(name.utf8.count <= SafeFileName.maxBytes, sourceLocation: sourceLocation)
     }
@@ -43,6 +43,9 @@ import Testing
         #expect(SafeFileName.sanitize("/etc/passwd") == "etc_passwd")
         #expect(SafeFileName.sanitize("./../.././x/../y") == "x_y")
         #expect(SafeFileName.sanitize(".bashrc") == "bashrc")
+        #expect(SafeFileName.sanitize("-rf") == "_rf")  // not an option to `rm *`
+        #expect(SafeFileName.sanitize(". --help") == "_-help")
+        #expect(name("https://example.org/--version") == "_-version")
         #expect(SafeFileName.sanitize("..hidden..name..") == "hidden.name.")
         #expect(SafeFileName.sanitize("a\u{0}b\nc\u{1B}[31md\u{7F}") == "a_b_c_[31md_")
         #expect(SafeFileName.sanitize("evil\u{202E}txt.exe") == "eviltxt.exe")
@@ -104,7 +107,7 @@ import Testing
 
     @Test func randomInputsAlwaysGiveSafeNames() {
         var generator = SystemRandomNumberGenerator()
-        let alphabet = Array("./\\%2Fe.\u{0}\u{1F}\u{7F} aZ€😀\u{202E}\u{301}")
+        let alphabet = Array("-./\\%2Fe.\u{0}\u{1F}\u{7F} aZ€😀\u{202E}\u{301}")
         for _ in 0..<2000 {
             let length = Int.random(in: 0...40, using: &generator)
             let raw = String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })

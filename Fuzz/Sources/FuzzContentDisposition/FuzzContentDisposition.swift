@@ -4,7 +4,7 @@ import Foundation
 /// `-J`) from curlq's own ContentDisposition.swift and SafeFileName.swift, compiled into this target.
 ///
 /// Checked: a name, when there is one, is not empty, holds no `/` or `\` (as Unicode scalars),
-/// is not `.` or `..`, does not start with a dot, has no control character and is at most
+/// is not `.` or `..`, does not start with a dot or a dash, has no control character and is at most
 /// `SafeFileName.maxBytes` bytes of UTF-8; and made safe again it stays the same (the rules
 /// are idempotent, so the name is exactly what the URL rules would give it).
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -16,7 +16,7 @@ public func fuzzContentDisposition(_ data: UnsafePointer<UInt8>, _ size: Int) ->
     check(!name.isEmpty, "an empty name")
     check(!scalars.contains("/") && !scalars.contains("\\"), "a separator in \(name.debugDescription)")
     check(name != "." && name != "..", "the name \(name.debugDescription)")
-    check(scalars.first != ".", "a leading dot in \(name.debugDescription)")
+    check(scalars.first != "." && scalars.first != "-", "a leading dot or dash in \(name.debugDescription)")
     check(!scalars.contains { $0.properties.generalCategory == .control }, "a control character in \(name.debugDescription)")
     check(name.utf8.count <= SafeFileName.maxBytes, "\(name.utf8.count) bytes")
     check(SafeFileName.sanitizedName(name) == name, "not stable: \(name.debugDescription)")
