@@ -686,7 +686,9 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             if (200..<300).contains(status), response.fileURL != nil {
                 mirrorStates[index]?.served = mirror
                 model.live[index].attempts = state.tries
-                downloaded(job, status: status, attempts: state.tries, digests: response.fileDigests)
+                let proposed = ServerNames.proposed(
+                    job, status: status, contentDisposition: response.headerFields[values: .contentDisposition].first)
+                downloaded(job, status: status, attempts: state.tries, digests: response.fileDigests, proposed: proposed)
                 return
             }
             let reason = "HTTP \(status)\(Self.reasonPhrases[status].map { " " + $0 } ?? "")"

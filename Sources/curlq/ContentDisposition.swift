@@ -1,3 +1,4 @@
+import CurlQueue
 import Foundation
 
 /// `-J/--remote-header-name`: the file name a `Content-Disposition` header proposes
@@ -90,7 +91,7 @@ enum ContentDisposition {
         guard let first = value.firstIndex(of: apostrophe),
               let second = value[(first + 1)...].firstIndex(of: apostrophe) else { return nil }
         let charset = String(decoding: value[..<first], as: UTF8.self).lowercased()
-        let bytes = percentDecodedBytes(value[(second + 1)...])
+        let bytes = TextEscaping.percentDecodedBytes(Array(value[(second + 1)...]))
         switch charset {
         case "utf-8":
             let text = String(decoding: bytes, as: UTF8.self)
@@ -101,34 +102,6 @@ enum ContentDisposition {
             return String(text)
         default:
             return nil
-        }
-    }
-
-    /// `%XX` decoded; a malformed escape stays as it is.
-    static func percentDecodedBytes(_ text: ArraySlice<UInt8>) -> [UInt8] {
-        let bytes = Array(text)
-        var result: [UInt8] = []
-        result.reserveCapacity(bytes.count)
-        var index = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-               let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) {
-                result.append(high << 4 | low)
-                index += 3
-            } else {
-                result.append(bytes[index])
-                index += 1
-            }
-        }
-        return result
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
         }
     }
 }

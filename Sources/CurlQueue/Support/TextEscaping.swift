@@ -1,25 +1,29 @@
 /// Escapes the products share (curlq's report and file names, the demo server): `package`,
-/// not public API.
+/// not public API. Fuzz/ compiles this file into its targets (a link), so it imports nothing.
 package enum TextEscaping {
     /// `text` with its `%XX` escapes decoded; a malformed escape stays as it is and invalid
     /// UTF-8 becomes U+FFFD.
     package static func percentDecoded(_ text: some StringProtocol) -> String {
         guard text.contains("%") else { return String(text) }
-        let utf8 = Array(text.utf8)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count)
+        return String(decoding: percentDecodedBytes(Array(text.utf8)), as: UTF8.self)
+    }
+
+    /// `bytes` with their `%XX` escapes decoded; a malformed escape stays as it is.
+    package static func percentDecodedBytes(_ bytes: [UInt8]) -> [UInt8] {
+        var result: [UInt8] = []
+        result.reserveCapacity(bytes.count)
         var index = 0
-        while index < utf8.count {
-            if utf8[index] == UInt8(ascii: "%"), index + 2 < utf8.count,
-               let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2]) {
-                bytes.append(high << 4 | low)
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
+               let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) {
+                result.append(high << 4 | low)
                 index += 3
             } else {
-                bytes.append(utf8[index])
+                result.append(bytes[index])
                 index += 1
             }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return result
     }
 
     /// `text` as a JSON string literal: quotes and backslashes escaped, and control characters,
