@@ -192,7 +192,7 @@ let package = Package(
         // The durable stores' benchmark (Benchmarks/durable.py runs it, in release).
         .executableTarget(
             name: "durable-bench",
-            dependencies: ["CurlQueue", "CurlQueueDurable", "CurlQueueSQLite"],
+            dependencies: ["CurlQueue", "CurlQueueDurable", "CurlQueueSQLite", "CurlQueuePostgres", "CLibPQ"],
             path: "Benchmarks/DurableBench",
             swiftSettings: strict
         ),

@@ -16,6 +16,10 @@
    worker is started; the time from the kill to the store showing the job running again under a
    new lease (the new worker's first maintain() rescues it at once through the dead worker's flock).
 Prints Markdown tables. CPU per job: getrusage (user + system) of the measuring process.
+
+With --postgres, the same on PostgreSQL instead (Benchmarks/durable_pg.py: a cluster of its own,
+synchronous_commit on and off, pgbench as the ceiling, server CPU too, and one worker process
+against three); --drain N claims only N of the --jobs waiting jobs in each claim cell.
 """
 import argparse, json, multiprocessing, os, resource, shutil, socket, sqlite3, subprocess, sys, tempfile, time
 
@@ -197,13 +201,26 @@ def main():
     parser.add_argument("--large", type=int, default=4)
     parser.add_argument("--large-mib", type=int, default=64)
     parser.add_argument("--recoveries", type=int, default=3)
-    parser.add_argument("--skip", default="", help="comma-separated: store,sql,requests,recovery")
+    parser.add_argument("--skip", default="", help="comma-separated: store,sql,requests,recovery (and workers with --postgres)")
+    parser.add_argument("--postgres", action="store_true", help="measure the PostgreSQL store (Benchmarks/durable_pg.py)")
+    parser.add_argument("--drain", type=int, default=0, help="--postgres: claim + finish this many of the --jobs waiting")
+    parser.add_argument("--worker-jobs", type=int, default=5000, help="--postgres: jobs the worker processes drain")
+    parser.add_argument("--worker-concurrency", type=int, default=8)
+    parser.add_argument("--recovery-ttl", type=float, default=5, help="--postgres: a short worker TTL (0: the default only)")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     bench = os.path.abspath(args.bench)
     work = tempfile.mkdtemp(prefix="cq-durable-")
     path = os.path.join(work, "jobs.sqlite")
     print(f"load average before: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()})\n")
+    if args.postgres:
+        import durable_pg
+        try:
+            durable_pg.main(args, bench, work, start_nginx, MIB)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(f"load average after: {os.getloadavg()[0]:.1f}")
+        return
     try:
         if "store" not in skip or "sql" not in skip:
             swift = [] if "store" in skip else run_json([bench, "store", path, str(args.jobs), str(args.single), "1", "4", "16"])
