@@ -128,7 +128,7 @@ def bind(statement, values):
 
 def pgbench_scripts(folder):
     sql = store_sql()
-    insert = bind(sql["insert"], {1: ":queue", 2: "'get'", 3: "1", 4: "1", 5: "3", 6: ":key", 7: ":spec", 8: "NULL", 9: "true"})
+    insert = bind(sql["insert"], {1: ":queue", 2: "'get'", 3: "1", 4: "1", 5: "5", 6: ":key", 7: ":spec", 8: "NULL", 9: "true"})
     notify = "SELECT pg_notify('cq_insert', :queue);"
     # pgbench's \gset names variables after columns; the one unnamed column (?column?) is not a
     # valid name, so it gets one: the statement is otherwise the store's, character for character.
@@ -156,13 +156,21 @@ def pgbench_scripts(folder):
     return paths
 
 
-def pgbench(cluster, script, clients, transactions):
+def store_data(bench, cluster):
+    """The spec and dedup key the store writes for durable-bench's job, so that pgbench inserts
+    the same bytes (all its jobs are one GET, so they share one key)."""
+    subprocess.run([bench, "init", cluster.url], check=True)
+    subprocess.run([bench, "enqueue", cluster.url, "http://127.0.0.1:9/item", "1"], check=True)
+    return {"spec": cluster.psql("SELECT spec FROM cq_job"), "key": cluster.psql("SELECT dedup_key FROM cq_job")}
+
+
+def pgbench(cluster, script, clients, transactions, data):
     """Runs `script` with `clients` connections, `transactions` each (extended protocol, as
     libpq's PQexecParams): elapsed seconds, pgbench's CPU seconds, the server's CPU seconds."""
     argv = [os.path.join(cluster.bin, "pgbench"), "-n", "-M", "extended", "-c", str(clients), "-j", str(min(clients, 2)),
             "-t", str(transactions), "-f", script, "-h", "127.0.0.1", "-p", str(cluster.port), "-U", "cq",
             "-D", "queue=bench", "-D", "kinds={get}", "-D", "worker=pgbench",
-            "-D", 'key=sha256:0', "-D", 'spec={"kind":"get","request":{"url":"http://127.0.0.1:9/item","method":"GET"}}',
+            "-D", f"key={data['key']}", "-D", f"spec={data['spec']}",
             "-D", 'outcome={"completed":{"_0":{"status":200,"bytes":1024}}}', "bench"]
     c0, s0, t0 = children_cpu(), cluster.cpu(), time.monotonic()
     result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -195,10 +203,11 @@ def store_and_ceiling(bench, cluster, work, jobs, drain, single, claimers):
     swift = run_json([bench, "store", cluster.url, str(jobs), str(single), *map(str, claimers), "--drain", str(drain)],
                      env=bench_env(cluster))
     scripts = pgbench_scripts(work)
+    data = store_data(bench, cluster)
     sql = []
 
     def cell(case, script, clients, per_client, count, **extra):
-        wall, client, server = pgbench(cluster, script, clients, per_client)
+        wall, client, server = pgbench(cluster, script, clients, per_client, data)
         sql.append({"case": case, "jobs": count, "jobs_per_s": count / wall, "cpu_us_per_job": client * 1e6 / count,
                     "server_cpu_us_per_job": server * 1e6 / count, **extra})
     subprocess.run([bench, "init", cluster.url], check=True)
