@@ -16,9 +16,11 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
         /// cannot help.
         case invalidURL
     }
+    /// What went wrong, broadly: whether trying again can help.
     public var kind: Kind
     /// The SQLSTATE code for `.server`, such as `40001`.
     public var sqlState: String?
+    /// libpq's or the server's message.
     public var message: String
     public var description: String {
         switch kind {

@@ -22,6 +22,7 @@ internal import Foundation
 /// Create it with ``open(url:configuration:)``, which creates the tables on first use (once,
 /// however many daemons start at the same moment). Call ``close()`` when done.
 public final class PostgresJobStore: JobStore {
+    /// How a store behaves; the same for every worker of one database is best.
     public struct Configuration: Sendable {
         /// Connections for statements (each used by one call at a time).
         public var connections: Int = 2
@@ -35,9 +36,11 @@ public final class PostgresJobStore: JobStore {
         public var listens: Bool = true
         /// What `enqueue` accepts (``JobSpec/validated(limits:)``).
         public var limits: JobSpec.Limits = .init()
+        /// The defaults.
         public init() {}
     }
 
+    /// Its settings, fixed when opened.
     public let configuration: Configuration
     private let url: String
     private let lanes: [PGLane]

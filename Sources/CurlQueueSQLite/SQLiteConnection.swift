@@ -5,6 +5,7 @@ import Foundation
 public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     /// The (extended) result code, e.g. SQLITE_BUSY (5), SQLITE_FULL (13), SQLITE_READONLY (8).
     public var code: Int32
+    /// SQLite's message for it.
     public var message: String
     public var description: String { "SQLite error \(code): \(message)" }
 

@@ -38,6 +38,7 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
         public var limits = JobSpec.Limits()
         /// The clock (tests move it); Unix time.
         public var now: @Sendable () -> Date = { Date() }
+        /// The defaults.
         public init() {}
     }
 

@@ -9,8 +9,11 @@ public import Foundation
 public struct JobRequest: Codable, Sendable, Hashable {
     /// One header field, in order (a field may repeat).
     public struct Field: Codable, Sendable, Hashable {
+        /// The field name, as sent.
         public var name: String
+        /// The field value, as sent.
         public var value: String
+        /// A field.
         public init(_ name: String, _ value: String) {
             self.name = name
             self.value = value
@@ -33,6 +36,7 @@ public struct JobRequest: Codable, Sendable, Hashable {
         public var algorithm: String
         /// The digest in hexadecimal (compared in lowercase).
         public var hex: String
+        /// A checksum; checked by ``JobSpec/validated(limits:)``.
         public init(algorithm: String, hex: String) {
             self.algorithm = algorithm
             self.hex = hex
@@ -41,10 +45,15 @@ public struct JobRequest: Codable, Sendable, Hashable {
 
     /// Timeouts, in seconds (nil: the core's default). Mirrors ``CurlQueue/Request/Timeouts``.
     public struct Timeouts: Codable, Sendable, Hashable {
+        /// For the connection (``CurlQueue/Request/Timeouts/connect``).
         public var connect: Double?
+        /// For the whole attempt (``CurlQueue/Request/Timeouts/total``).
         public var total: Double?
+        /// With no byte moving (``CurlQueue/Request/Timeouts/idle``).
         public var idle: Double?
+        /// Until the response head (``CurlQueue/Request/Timeouts/head``).
         public var head: Double?
+        /// Timeouts; nil leaves the core's default.
         public init(connect: Double? = nil, total: Double? = nil, idle: Double? = nil, head: Double? = nil) {
             self.connect = connect
             self.total = total
@@ -60,18 +69,21 @@ public struct JobRequest: Codable, Sendable, Hashable {
     /// Header fields, in order. `Authorization`, `Cookie` and `Proxy-Authorization` are refused
     /// here (see ``JobSpec/credential``).
     public var headerFields: [Field]
+    /// The body, if any.
     public var body: Body?
     /// Where the response body goes, relative to the worker's download folder: no leading
     /// `/`, no `..` component. Nil: the body is kept in memory and handed to the handler.
     public var destination: String?
     /// Resume an interrupted download from its `.part` file (with Range / If-Range).
     public var resume: Bool
+    /// Time limits of each attempt.
     public var timeouts: Timeouts
     /// The largest response body accepted, in bytes (nil: no limit but the core's in-memory one).
     public var maxResponseBodySize: Int64?
     /// The digest the downloaded file must have (needs a ``destination``). Nil: not checked.
     public var checksum: Checksum?
 
+    /// A request; checked by ``JobSpec/validated(limits:)`` when enqueued.
     public init(
         url: String,
         method: String = "GET",

@@ -13,15 +13,21 @@ import Foundation
 public struct JobRetryPolicy: Codable, Sendable, Hashable {
     /// Claims in all, the first included. At least 1.
     public var maxAttempts: Int
+    /// The wait before the first retry, in seconds.
     public var initialBackoff: Double
+    /// The longest wait computed from the backoff, in seconds.
     public var maxBackoff: Double
+    /// How much each wait grows over the previous one.
     public var multiplier: Double
+    /// The fraction (0...1) of each wait that is random.
     public var jitter: Double
     /// HTTP statuses treated as failures worth retrying.
     public var retryableStatuses: Set<Int>
     /// The longest `Retry-After` honoured, in seconds.
     public var maxRetryAfter: Double
 
+    /// A policy. The defaults: 5 claims, 1 s growing ×2 up to 5 minutes, half of each wait
+    /// random, the core's transient statuses retried, `Retry-After` honoured up to an hour.
     public init(
         maxAttempts: Int = 5,
         initialBackoff: Double = 1,

@@ -8,8 +8,11 @@ public import Foundation
 public struct JobSpec: Codable, Sendable, Hashable {
     /// The order of the jobs of one priority: strict between priorities.
     public enum Priority: Int, Codable, Sendable, Hashable, Comparable, CaseIterable {
+        /// Runs when no normal or high job waits.
         case low = 0
+        /// The default.
         case normal = 1
+        /// Runs before every normal and low job of its queue.
         case high = 2
         public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
     }
@@ -28,9 +31,13 @@ public struct JobSpec: Codable, Sendable, Hashable {
 
     /// The name of the handler that receives the outcome, registered in the worker.
     public var kind: String
+    /// The request to run.
     public var request: JobRequest
+    /// Its place among the queue's waiting jobs.
     public var priority: Priority
+    /// How often and when it is tried again; also bounds its handler's crashes.
     public var retry: JobRetryPolicy
+    /// What enqueueing it does to equal jobs (same ``dedupKey``).
     public var duplicates: DuplicatePolicy
     /// The key that makes two jobs "equal" for ``duplicates`` and for cancel. Nil: the
     /// SHA-256 of the request (see ``dedupKey``).
@@ -46,6 +53,7 @@ public struct JobSpec: Codable, Sendable, Hashable {
     /// The user's own data, handed back to the handler.
     public var metadata: [String: String]
 
+    /// A job; nothing is checked until a store's `enqueue` calls ``validated(limits:)``.
     public init(
         kind: String,
         request: JobRequest,

@@ -20,8 +20,11 @@ public enum JobState: String, Codable, Sendable, Hashable, CaseIterable {
     case available
     /// Claimed by a worker, which holds its lease.
     case running
+    /// Final: the transfer finished (with any HTTP status).
     case completed
+    /// Final: failed for good (attempts spent, or an error no retry can fix).
     case failed
+    /// Final: cancelled through the store, or replaced by a newer equal job.
     case cancelled
 
     /// completed, failed or cancelled.
@@ -32,9 +35,11 @@ public enum JobState: String, Codable, Sendable, Hashable, CaseIterable {
 /// for the job carries the lease; the store ignores it once the token is no longer current
 /// (the job was rescued, released or claimed again).
 public struct Lease: Codable, Sendable, Hashable {
+    /// The job claimed.
     public var job: JobID
     /// Raised by one at each claim.
     public var token: Int64
+    /// A lease on `job` under `token`.
     public init(job: JobID, token: Int64) {
         self.job = job
         self.token = token
@@ -71,6 +76,7 @@ public struct JobResult: Codable, Sendable, Hashable {
     public var sha256: String?
     /// The body, for a small in-memory response (not for downloads).
     public var body: Data?
+    /// A result.
     public init(status: Int, bytes: Int64, file: String? = nil, sha256: String? = nil, body: Data? = nil) {
         self.status = status
         self.bytes = bytes
@@ -83,9 +89,13 @@ public struct JobResult: Codable, Sendable, Hashable {
 /// Progress of a running download, recorded with the heartbeat: lets a restart check its
 /// `.part` file (bytes known flushed, and the validator it was fetched with).
 public struct Checkpoint: Codable, Sendable, Hashable {
+    /// Bytes of the `.part` known to be on disk when the heartbeat was sent.
     public var bytes: Int64
+    /// The `ETag` or `Last-Modified` the bytes were fetched with, for `If-Range`.
     public var validator: String?
+    /// The machine (``WorkerInfo/localNode``) whose disk holds the `.part`.
     public var node: String
+    /// A checkpoint.
     public init(bytes: Int64, validator: String? = nil, node: String) {
         self.bytes = bytes
         self.validator = validator
@@ -95,14 +105,21 @@ public struct Checkpoint: Codable, Sendable, Hashable {
 
 /// A job as the store holds it: what `jobs(_:)` returns.
 public struct JobRecord: Codable, Sendable, Hashable {
+    /// The job's id.
     public var id: JobID
+    /// The queue it was enqueued on.
     public var queue: String
+    /// What was enqueued.
     public var spec: JobSpec
+    /// Where it is in its life.
     public var state: JobState
     /// Claims so far.
     public var attempt: Int
+    /// When it may run next (its schedule, or a retry's backoff), by the store's clock.
     public var runAt: Date
+    /// When it was enqueued.
     public var createdAt: Date
+    /// When it became final; pruning counts its retention from here.
     public var finalizedAt: Date?
     /// The worker holding the job (running, or final and unhandled by it), if any.
     public var worker: String?
@@ -113,9 +130,12 @@ public struct JobRecord: Codable, Sendable, Hashable {
     /// Whether the handler returned for the final outcome (true for jobs cancelled or failed
     /// without a worker: there is no handler call for them).
     public var handled: Bool
+    /// The last checkpoint of a download, kept across attempts for resuming.
     public var checkpoint: Checkpoint?
+    /// A cancel asked for while it runs: its worker learns it with the next heartbeat.
     public var cancelRequested: Bool
 
+    /// A record (made by stores, and by tests).
     public init(
         id: JobID, queue: String, spec: JobSpec, state: JobState, attempt: Int, runAt: Date, createdAt: Date,
         finalizedAt: Date? = nil, worker: String? = nil, lastError: String? = nil, outcome: JobOutcome? = nil,

@@ -119,12 +119,15 @@ public enum EnqueueResult: Sendable, Hashable {
 
 /// A worker process (or one worker of a process).
 public struct WorkerInfo: Codable, Sendable, Hashable {
+    /// A worker's id in the store.
     public typealias ID = String
     /// Unique among the store's workers: a UUID by default.
     public var id: ID
     /// The machine's name: where its `.part` files are.
     public var node: String
+    /// Its process id on ``node`` (shown by `curlq status`; liveness on one machine).
     public var pid: Int32
+    /// A worker; register it with the store before it claims.
     public init(id: ID = UUID().uuidString.lowercased(), node: String, pid: Int32) {
         self.id = id
         self.node = node
@@ -134,11 +137,14 @@ public struct WorkerInfo: Codable, Sendable, Hashable {
 
 /// A job given to a worker by `claim`.
 public struct ClaimedJob: Sendable, Hashable {
+    /// The claim: every write for the job carries it.
     public var lease: Lease
+    /// The job as the store held it when claimed.
     public var record: JobRecord
     /// Set when the outcome was recorded by an earlier holder whose handler did not return:
     /// run only the handler with it, then `markHandled`.
     public var recorded: JobOutcome?
+    /// A claimed job (made by stores).
     public init(lease: Lease, record: JobRecord, recorded: JobOutcome? = nil) {
         self.lease = lease
         self.record = record
@@ -157,6 +163,7 @@ public enum HeartbeatReply: Sendable, Hashable {
 
 /// Which jobs `cancel` acts on.
 public enum JobSelector: Sendable, Hashable {
+    /// The job with this id.
     case id(JobID)
     /// Every job of `queue` with this ``JobSpec/dedupKey``.
     case key(String, queue: String)
@@ -170,6 +177,7 @@ public struct CancelResult: Sendable, Hashable {
     public var cancelled: [JobID]
     /// Running jobs asked to cancel.
     public var requested: [JobID]
+    /// A result (made by stores).
     public init(cancelled: [JobID] = [], requested: [JobID] = []) {
         self.cancelled = cancelled
         self.requested = requested
@@ -178,12 +186,15 @@ public struct CancelResult: Sendable, Hashable {
 
 /// Which jobs `jobs(_:)` returns.
 public struct JobFilter: Sendable, Hashable {
+    /// Nil: every queue.
     public var queue: String?
     /// Nil: every state.
     public var states: Set<JobState>?
+    /// Nil: any id.
     public var ids: Set<JobID>?
     /// The most returned.
     public var limit: Int
+    /// A filter; the default returns up to 1,000 jobs of every queue and state.
     public init(queue: String? = nil, states: Set<JobState>? = nil, ids: Set<JobID>? = nil, limit: Int = 1000) {
         self.queue = queue
         self.states = states

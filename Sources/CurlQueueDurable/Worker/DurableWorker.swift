@@ -32,11 +32,15 @@ public final class DurableWorker: Sendable {
         public var maintenanceInterval: Duration = .seconds(10)
         /// How long an idle worker waits between claims when no wakeup comes. 1 s.
         public var pollInterval: Duration = .seconds(1)
+        /// The defaults, downloading under `folder`.
         public init(folder: URL) { self.folder = folder }
     }
 
+    /// The store it claims from and records in.
     public let store: any JobStore
+    /// Where its jobs run: it claims only as many as this queue has free slots.
     public let requestQueue: RequestQueue
+    /// Its settings, fixed at creation.
     public let configuration: Configuration
     /// This worker's identity in the store.
     public let info: WorkerInfo
@@ -65,6 +69,8 @@ public final class DurableWorker: Sendable {
         case stop(Duration)
     }
 
+    /// A worker; it does nothing until ``run()``. It sets the queue's
+    /// `allowDuplicateRequests`: equal jobs are the store's to judge, not the queue's.
     public init(store: any JobStore, requestQueue: RequestQueue, configuration: Configuration) {
         self.store = store
         self.requestQueue = requestQueue
