@@ -67,7 +67,7 @@ import Testing
     /// the head, when libcurl knows neither the total nor (for a resume) what is on disk.
     @Test func everyCallOfAFreshDownloadCarriesTheTotal() async throws {
         try await withServer { server in
-            let operation = RequestOperation(request: Request(url: server.url("/bytes/400000?drip=10&chunk=20000")))
+            let operation = RequestOperation(request: Request(url: server.url("/bytes/400000?drip=60&chunk=20000")))
             let reports = LockedBox([TransferProgress]())
             operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
             _ = try await completion(of: operation).get()
@@ -87,7 +87,7 @@ import Testing
             try await withFolder { folder in
                 let destination = folder.appendingPathComponent("file")
                 try Data(FixtureServer.expectedBytes(count: 200_000)).write(to: part(destination))
-                let request = Request(url: server.url("/bytes/400000?drip=10&chunk=20000"), destination: destination, resume: true)
+                let request = Request(url: server.url("/bytes/400000?drip=60&chunk=20000"), destination: destination, resume: true)
                 let operation = RequestOperation(request: request)
                 let reports = LockedBox([TransferProgress]())
                 operation.downloadProgressHandler = { progress in reports.update { $0.append(progress) } }
