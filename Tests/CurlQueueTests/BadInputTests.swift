@@ -119,7 +119,8 @@ import Testing
                 let refused = await completion(of: RequestOperation(request: Request(url: server.url("/redirect?to=file%3A%2F%2F%2Fetc%2Fpasswd"))))
                 #expect(refused.failure?.transportFailure?.code == .unsupportedProtocol, "\(refused)")
                 let followed = try await RequestOperation(request: Request(url: server.url("/redirect-chain/1"))).response()
-                #expect(followed.status == .ok && followed.metrics.redirectCount == 1, "\(followed)")
+                #expect(followed.status == .ok && followed.metrics.redirectCount == 1,
+                        "HTTP \(followed.status.code) after \(followed.metrics.redirectCount) redirects, \(followed.attempts) attempts, from \(followed.effectiveURL?.absoluteString ?? "?")")
             }
             // A refused redirect is the server's answer: never sent again (ReusedConnectionTests).
             #expect(server.requests.filter { $0.path == "/redirect" }.count == 20)

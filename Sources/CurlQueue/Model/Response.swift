@@ -198,3 +198,12 @@ public struct TransferMetrics: Hashable, Sendable {
         self.connectionsOpened = connectionsOpened
     }
 }
+
+extension Response: CustomStringConvertible {
+    /// A line for logs and test failures: the status, the body's size or file, the attempts and
+    /// the effective URL. No header field or body byte appears in it (they may hold secrets).
+    public var description: String {
+        let target = fileURL.map { "file \($0.path)" } ?? "\(body.count) bytes"
+        return "Response(HTTP \(status.code), \(target), \(attempts) attempt\(attempts == 1 ? "" : "s"), \(metrics.redirectCount) redirects, from \(effectiveTarget?.absoluteString ?? "?"))"
+    }
+}
