@@ -275,6 +275,10 @@ struct DaemonCommand: AsyncParsableCommand {
                 throw UsageError("cannot start the worker: \(error)")
             }
             _ = sources
+            let left = worker.jobsLeftLeased
+            if !left.isEmpty {
+                Output.error("curlq: the store could not be reached: job\(left.count == 1 ? "" : "s") \(left.map(String.init).joined(separator: ", ")) not recorded or given back; they stay leased and run again once the store rescues them\n")
+            }
         }
     }
 }

@@ -140,6 +140,48 @@ import Testing
         #expect(machine.transferEnded(1, outcome: done, now: start) == [.finish(Lease(job: 1, token: 1), done)])
     }
 
+    /// Issue 23: the store is unreachable while stopping. A finished transfer whose `finish`
+    /// keeps failing, and a release that never returns, hold the stop only until the drain
+    /// deadline plus the store grace (well inside the 45 s self-fence): then the machine stops,
+    /// naming the jobs it could not record or give back.
+    @Test func stopCompletesAfterTheDeadlinePlusTheStoreGraceWithUnrecordedFinishes() {
+        var settings = settings
+        settings.storeGrace = .seconds(5)
+        var machine = Machine(settings: settings, now: start)
+        _ = machine.tick(now: start)
+        _ = machine.heartbeatReplied(.alive(held: [], cancelRequested: []), sentAt: start, now: start)
+        _ = machine.claimed([job(1), job(2)], limit: 2, now: start)
+        #expect(machine.stop(now: start + .seconds(1), drain: .seconds(2)) == [])  // deadline: start + 3 s
+        #expect(machine.transferEnded(1, outcome: done, now: start + .seconds(2)) == [.finish(Lease(job: 1, token: 1), done)])
+        #expect(machine.finishFailed(1) == [], "the store is away")
+        let atDeadline = machine.tick(now: start + .seconds(3))
+        #expect(atDeadline.contains(.cancelTransfer(2)) && atDeadline.contains(.finish(Lease(job: 1, token: 1), done)))
+        _ = machine.finishFailed(1)
+        #expect(machine.transferEnded(2, outcome: .cancelled(reason: "cancelled"), now: start + .seconds(3)) == [],
+                "1 is still to record: no release yet")
+        for second in 4...7 {
+            #expect(machine.tick(now: start + .seconds(second)).contains(.finish(Lease(job: 1, token: 1), done)), "sent again")
+            _ = machine.finishFailed(1)
+            #expect(!machine.isStopped, "within the grace")
+        }
+        #expect(machine.tick(now: start + .seconds(8)) == [.gaveUp([1, 2]), .stopped], "deadline + grace: stop without them")
+        #expect(machine.isStopped)
+        #expect(machine.finished(1, recorded: true, now: start + .seconds(9)) == [], "a late reply changes nothing")
+        #expect(machine.released() == [])
+
+        // A release sent that never returns: the same bound.
+        var releasing = Machine(settings: settings, now: start)
+        _ = releasing.tick(now: start)
+        _ = releasing.claimed([job(3)], limit: 2, now: start)
+        _ = releasing.stop(now: start, drain: .seconds(1))
+        #expect(releasing.tick(now: start + .seconds(1)).contains(.cancelTransfer(3)))
+        #expect(releasing.transferEnded(3, outcome: .cancelled(reason: "cancelled"), now: start + .seconds(1))
+                == [.release([Lease(job: 3, token: 1)])])
+        #expect(releasing.tick(now: start + .seconds(5)) == [], "within the grace")
+        #expect(releasing.tick(now: start + .seconds(6)) == [.gaveUp([3]), .stopped])
+        #expect(releasing.released() == [])
+    }
+
     @Test func jobsTheStoreSaysItHoldsButItDoesNotRunAreGivenBack() {
         var machine = Machine(settings: settings, now: start)
         #expect(machine.tick(now: start) == [.maintain, .claim(limit: 2)])

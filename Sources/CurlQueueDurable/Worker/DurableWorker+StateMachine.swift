@@ -14,6 +14,9 @@ struct WorkerStateMachine {
         var maintenanceInterval: Duration
         /// How long a claim that found nothing waits before the next (a wakeup comes sooner).
         var pollInterval: Duration
+        /// How long, past the drain deadline, stopping waits for the store to take the writes
+        /// still owed (outcomes, the release). Then the worker stops without them.
+        var storeGrace: Duration = .seconds(10)
     }
 
     enum Phase: Equatable {
@@ -66,6 +69,11 @@ struct WorkerStateMachine {
         /// reply was lost).
         case releaseUnknown([JobID])
         case reregister
+        /// Stopping went past the drain deadline plus the store grace with these jobs' writes
+        /// not made (their outcome unrecorded or their lease not given back: the store was
+        /// unreachable). Nothing more is sent for them; they stay leased until the store
+        /// rescues them, then run again. Followed by ``stopped``.
+        case gaveUp([JobID])
         case stopped
     }
 
@@ -89,6 +97,10 @@ struct WorkerStateMachine {
     /// claim's reply may bring them. Once it is in, those it did not bring are given back.
     private var suspects: Set<JobID> = []
     private var deadlinePassed = false
+    /// When stopping gives up on the store: the drain deadline plus the store grace.
+    private var giveUpAt: Instant?
+    /// The leases of the release in flight (phase `.releasing`).
+    private var releaseSent: [Lease] = []
 
     init(settings: Settings, now: Instant) {
         self.settings = settings
@@ -105,6 +117,7 @@ struct WorkerStateMachine {
     mutating func tick(now: Instant) -> [Action] {
         var actions: [Action] = []
         if phase == .stopped { return actions }
+        if let giveUpAt, now >= giveUpAt { return giveUp() }
         if now - lastGoodHeartbeat > settings.selfFence, heartbeatSentAt != nil || !held.isEmpty {
             actions += abandonAll()
         }
@@ -280,6 +293,7 @@ struct WorkerStateMachine {
     mutating func stop(now: Instant, drain: Duration) -> [Action] {
         guard phase == .running else { return [] }
         phase = .draining(deadline: now + drain)
+        giveUpAt = now + max(drain, .zero) + settings.storeGrace
         return drain <= .zero ? tick(now: now) : settle()
     }
 
@@ -287,6 +301,7 @@ struct WorkerStateMachine {
     mutating func released() -> [Action] {
         guard phase == .releasing else { return [] }
         phase = .stopped
+        releaseSent.removeAll()
         return [.stopped]
     }
 
@@ -342,7 +357,25 @@ struct WorkerStateMachine {
         let leases = (releasing + handlerLeases).sorted { $0.job < $1.job }
         held.removeAll()
         releasing.removeAll()
+        releaseSent = leases
         phase = .releasing
         return [.release(leases)]
+    }
+
+    /// Past the drain deadline and the store grace: stop without the writes still owed. The
+    /// jobs stay leased in the store (a finish not recorded, a release not made) and are
+    /// rescued from there after its TTL, then run again: nothing is lost, a finished one runs
+    /// twice. Every reply that comes later finds nothing held and is ignored.
+    private mutating func giveUp() -> [Action] {
+        let jobs = Set(held.keys).union(releasing.map(\.job)).union(releaseSent.map(\.job))
+        // A transfer not yet told to stop (a drain of zero with no grace) is stopped now.
+        let cancels: [Action] = held.sorted(by: { $0.key < $1.key }).compactMap { id, job in
+            if case .transfer(let intent) = job.stage, intent != .release, intent != .abandon { .cancelTransfer(id) } else { nil }
+        }
+        held.removeAll()
+        releasing.removeAll()
+        releaseSent.removeAll()
+        phase = .stopped
+        return cancels + (jobs.isEmpty ? [.stopped] : [.gaveUp(jobs.sorted()), .stopped])
     }
 }

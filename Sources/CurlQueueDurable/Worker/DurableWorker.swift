@@ -32,6 +32,12 @@ public final class DurableWorker: Sendable {
         public var maintenanceInterval: Duration = .seconds(10)
         /// How long an idle worker waits between claims when no wakeup comes. 1 s.
         public var pollInterval: Duration = .seconds(1)
+        /// 10 s: how long a stop waits, past its drain deadline, for the store to take what is
+        /// still owed to it (the outcomes of finished transfers, the release of the rest). When
+        /// the store stays unreachable, ``run()`` returns then without those writes: the jobs
+        /// stay leased in the store, are rescued after its TTL (SQLite: once this process's
+        /// lock is gone) and run again. They are listed in ``jobsLeftLeased``.
+        public var storeGrace: Duration = .seconds(10)
         /// The defaults, downloading under `folder`.
         public init(folder: URL) { self.folder = folder }
     }
@@ -50,6 +56,7 @@ public final class DurableWorker: Sendable {
         var credentials: CredentialProvider?
         var events: AsyncStream<Event>.Continuation?
         var stopRequest: Duration?
+        var leftLeased: [JobID] = []
     }
     private let registry = Locked(Registry())
 
@@ -79,6 +86,13 @@ public final class DurableWorker: Sendable {
         requestQueue.allowDuplicateRequests = true
     }
 
+    /// After ``run()`` returned: the jobs it stopped without recording or giving back, because
+    /// the store was unreachable for the whole ``Configuration/storeGrace`` past the drain
+    /// deadline. They are still leased to this worker in the store and are rescued after its
+    /// TTL, then run again from the start (or their `.part`): a handler may see a job whose
+    /// transfer had finished here run a second time. Empty when every write was made.
+    public var jobsLeftLeased: [JobID] { registry.withLock { $0.leftLeased } }
+
     /// Registers the handler for jobs of `kind`. Call before ``run()``.
     public func register(kind: String, handler: @escaping DurableJobHandler) {
         registry.withLock { $0.handlers[kind] = handler }
@@ -96,7 +110,8 @@ public final class DurableWorker: Sendable {
     /// Asks the worker to stop: it claims nothing more, lets running transfers (and handlers)
     /// run for up to `drain`, then cancels the rest and gives their jobs back to the store with
     /// their `.part` files kept (a release does not count as an attempt). ``run()`` returns
-    /// once no job is held. Safe to call from any thread, at any time, more than once.
+    /// once no job is held, or, when the store cannot be reached, at most
+    /// ``Configuration/storeGrace`` after the deadline (see ``jobsLeftLeased``). Safe to call from any thread, at any time, more than once.
     public func stop(drain: Duration = .seconds(30)) {
         let events = registry.withLock { registry in
             if registry.stopRequest == nil { registry.stopRequest = drain }
@@ -120,7 +135,8 @@ public final class DurableWorker: Sendable {
             settings: .init(
                 capacity: requestQueue.maxConcurrentRequestCount > 0 ? requestQueue.maxConcurrentRequestCount : 16,
                 heartbeatInterval: configuration.heartbeatInterval, selfFence: configuration.selfFence,
-                maintenanceInterval: configuration.maintenanceInterval, pollInterval: configuration.pollInterval),
+                maintenanceInterval: configuration.maintenanceInterval, pollInterval: configuration.pollInterval,
+                storeGrace: configuration.storeGrace),
             now: clock.now)
         let tick = min(configuration.pollInterval, configuration.heartbeatInterval / 3)
         var operations: [JobID: RequestOperation] = [:]
@@ -250,6 +266,8 @@ public final class DurableWorker: Sendable {
                         group.addTask { [store, info] in try? await store.release(Set(ids), heldBy: info.id) }
                     case .reregister:
                         group.addTask { [store, info] in try? await store.register(info) }
+                    case .gaveUp(let ids):
+                        registry.withLock { $0.leftLeased = ids }
                     case .stopped:
                         break
                     }
