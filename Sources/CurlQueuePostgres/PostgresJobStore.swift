@@ -239,7 +239,7 @@ public final class PostgresJobStore: JobStore {
         guard !leases.isEmpty else { return }
         let ids = PGArray.text(leases.map { String($0.job) }), tokens = PGArray.text(leases.map { String($0.token) })
         try await lane.transaction { (connection) throws(PostgresStoreError) in
-            let queues = Set(try connection.query(SQL.release, [ids, tokens]).compactMap { $0[0] })
+            let queues = Set(try connection.query(SQL.release, [ids, tokens, Self.rescueOutcomes.notRepeatable, JobOutcome.mayHaveBeenSentReason]).compactMap { $0[0] })
             for queue in queues { try connection.query(SQL.notify, [queue]) }
         }
     }
@@ -340,7 +340,7 @@ public final class PostgresJobStore: JobStore {
     /// The outcomes the rescue records for a job it fails (the same words as the SQLite store).
     private static let rescueOutcomes = (
         spent: (try? encode(JobOutcome.failed(reason: "interrupted: its worker died"))) ?? "",
-        notRepeatable: (try? encode(JobOutcome.failed(reason: "interrupted after it may have been sent"))) ?? "",
+        notRepeatable: (try? encode(JobOutcome.failed(reason: JobOutcome.mayHaveBeenSentReason))) ?? "",
         handlerFailed: (try? encode(JobOutcome.failed(reason: JobOutcome.handlerFailedReason))) ?? ""
     )
 

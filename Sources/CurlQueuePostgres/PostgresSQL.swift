@@ -147,12 +147,16 @@ enum SQL {
 
     static let handledWithToken = "SELECT handled FROM cq_job WHERE id = $1 AND lease_token = $2"
 
-    /// Graceful stop: running jobs go back without spending an attempt (their checkpoint kept);
-    /// held unhandled outcomes are left for another claim. $1 ids, $2 tokens.
+    /// Graceful stop: running jobs go back without spending an attempt (their checkpoint kept),
+    /// or fail when they may not be repeated; held unhandled outcomes are left for another
+    /// claim. $1 ids, $2 tokens, $3 the failed outcome, $4 its reason.
     static let release = """
         UPDATE cq_job j SET
-          state       = CASE WHEN j.state = 'running' THEN 'available' ELSE j.state END,
-          attempt     = CASE WHEN j.state = 'running' THEN greatest(0, j.attempt - 1) ELSE j.attempt END,
+          state        = CASE WHEN j.state <> 'running' THEN j.state WHEN j.rescuable THEN 'available' ELSE 'failed' END,
+          attempt      = CASE WHEN j.state = 'running' AND j.rescuable THEN greatest(0, j.attempt - 1) ELSE j.attempt END,
+          finalized_at = CASE WHEN j.state = 'running' AND NOT j.rescuable THEN now() ELSE j.finalized_at END,
+          outcome      = CASE WHEN j.state = 'running' AND NOT j.rescuable THEN $3 ELSE j.outcome END,
+          last_error   = CASE WHEN j.state = 'running' AND NOT j.rescuable THEN $4 ELSE j.last_error END,
           lease_owner = NULL, lease_token = NULL
         FROM unnest($1::bigint[], $2::bigint[]) AS r(id, token)
         WHERE j.id = r.id AND j.lease_token = r.token AND j.lease_owner IS NOT NULL

@@ -345,13 +345,22 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
         let queues = try await run { store in
             try store.connection.transaction {
                 var queues = Set<String>()
+                let now = store.nowMilliseconds
+                let notRepeatable = try store.encoder.encode(JobOutcome.failed(reason: JobOutcome.mayHaveBeenSentReason))
                 for lease in leases {
+                    // A job that may not be repeated (a POST without an idempotency key) fails
+                    // rather than risk a second send, as the rescue does.
                     let rows = try store.connection.query(
                         """
-                        UPDATE cq_job SET state = 'available', attempt = max(attempt - 1, 0), lease_owner = NULL,
-                                          cancel_requested = 0
+                        UPDATE cq_job SET state = CASE WHEN rescuable = 1 THEN 'available' ELSE 'failed' END,
+                                          attempt = CASE WHEN rescuable = 1 THEN max(attempt - 1, 0) ELSE attempt END,
+                                          finalized_at = CASE WHEN rescuable = 1 THEN finalized_at ELSE ? END,
+                                          outcome = CASE WHEN rescuable = 1 THEN outcome ELSE ? END,
+                                          last_error = CASE WHEN rescuable = 1 THEN last_error ELSE ? END,
+                                          lease_owner = NULL, cancel_requested = 0
                         WHERE id = ? AND lease_token = ? AND state = 'running' RETURNING queue
-                        """, [.integer(lease.job), .integer(lease.token)])
+                        """, [.integer(now), .blob(notRepeatable), .text(JobOutcome.mayHaveBeenSentReason),
+                              .integer(lease.job), .integer(lease.token)])
                     queues.formUnion(rows.compactMap { $0.text(0) })
                     let handlerRows = try store.connection.query(
                         """

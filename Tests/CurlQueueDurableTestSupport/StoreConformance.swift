@@ -64,6 +64,7 @@ public enum StoreConformance {
         "release": release,
         "handlerDeathsAreBounded": handlerDeathsAreBounded,
         "releaseHeldByWorker": releaseHeldByWorker,
+        "releaseFailsWhatMayNotBeRepeated": releaseFailsWhatMayNotBeRepeated,
     ]
 
     static func spec(_ path: String, kind: String = "download", priority: JobSpec.Priority = .normal,
@@ -424,4 +425,32 @@ extension StoreConformance {
 struct Failure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+extension StoreConformance {
+    /// A release (a graceful stop) fails a running POST without an idempotency key, as the
+    /// rescue does: it may have been sent. One with a key goes back, its attempt not counted.
+    static func releaseFailsWhatMayNotBeRepeated(_ harness: StoreHarness) async throws {
+        let store = try await harness.open()
+        let ids = try await store.enqueue(
+            [spec("post", method: "POST"), spec("keyed", method: "POST", idempotencyKey: "k1")], queue: "q", order: .fifo
+        ).map(\.id)
+        let me = worker()
+        try await store.register(me)
+        let claimed = try await store.claim(queue: "q", kinds: ["download"], limit: 2, worker: me.id)
+        #expect(claimed.count == 2)
+        try await store.release(claimed.map(\.lease))
+        let records = Dictionary(uniqueKeysWithValues: try await store.jobs(JobFilter()).map { ($0.id, $0) })
+        #expect(records[ids[0]]?.state == .failed, "a POST without an idempotency key is not repeated")
+        #expect(records[ids[0]]?.lastError == JobOutcome.mayHaveBeenSentReason)
+        #expect(records[ids[0]]?.handled == false, "its handler is still to see the failure")
+        #expect(records[ids[1]]?.state == .available)
+        #expect(records[ids[1]]?.attempt == 0, "a release does not count as an attempt")
+        try await store.unregister(me.id)
+        let other = worker()
+        try await store.register(other)
+        let again = try await store.claim(queue: "q", kinds: ["download"], limit: 10, worker: other.id)
+        #expect(again.first { $0.lease.job == ids[0] }?.recorded == .failed(reason: JobOutcome.mayHaveBeenSentReason))
+        #expect(again.first { $0.lease.job == ids[1] }?.recorded == nil)
+    }
 }

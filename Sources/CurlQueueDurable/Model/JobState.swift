@@ -62,6 +62,11 @@ extension JobOutcome {
     /// The reason of a job failed because its worker died while its handler ran, once for
     /// each of its ``JobRetryPolicy/maxAttempts``: the job is handled, its handler not run again.
     public static let handlerFailedReason = "handlerFailed: its worker died while the handler ran, attempts spent"
+
+    /// The reason of a job that may not be repeated (``JobSpec/isRescuable`` is false: a POST
+    /// or PATCH without an idempotency key) whose transfer was interrupted, by its worker's
+    /// death or by a release: it fails rather than risk being sent twice.
+    public static let mayHaveBeenSentReason = "interrupted after it may have been sent"
 }
 
 /// What a completed attempt produced.

@@ -52,7 +52,9 @@ public protocol JobStore: Sendable {
 
     /// Gives jobs back on a graceful stop: a running job becomes available again and its
     /// attempt does not count (its checkpoint is kept, for a resume); a job held only for its
-    /// handler is left for another claim. Leases no longer current are ignored.
+    /// handler is left for another claim. Leases no longer current are ignored. A running job
+    /// that may not be repeated (``JobSpec/isRescuable`` false) fails instead, with
+    /// ``JobOutcome/mayHaveBeenSentReason``: its transfer may have reached the server.
     func release(_ leases: [Lease]) async throws
 
     /// Gives back jobs the store says `worker` holds but the worker does not run: a claim that
