@@ -93,7 +93,10 @@ let package = Package(
         ),
         .target(
             name: "CurlQueueDurable",
-            dependencies: ["CurlQueue", .product(name: "HTTPTypes", package: "swift-http-types")],
+            dependencies: [
+                "CurlQueue", .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         // The system SQLite (3.37 or later: STRICT tables, RETURNING).

@@ -100,11 +100,17 @@ public struct Checkpoint: Codable, Sendable, Hashable {
     public var validator: String?
     /// The machine (``WorkerInfo/localNode``) whose disk holds the `.part`.
     public var node: String
+    /// The boot of `node` (Linux's `/proc/sys/kernel/random/boot_id`) in which `bytes` were
+    /// flushed; nil in checkpoints recorded before it was kept. A worker on `node` that claims
+    /// the job after another boot (a power loss may have left the `.part` longer than its data)
+    /// truncates the `.part` to `bytes` before resuming.
+    public var bootID: String?
     /// A checkpoint.
-    public init(bytes: Int64, validator: String? = nil, node: String) {
+    public init(bytes: Int64, validator: String? = nil, node: String, bootID: String? = nil) {
         self.bytes = bytes
         self.validator = validator
         self.node = node
+        self.bootID = bootID
     }
 }
 

@@ -40,6 +40,7 @@ extension DurableWorker {
                 continuation.yield(.transferEnded(id, .failed(reason: "cannot create the folder of \(destination.path): \(error)"), nil))
                 return nil
             }
+            if request.resume { checkPartAfterReboot(destination.path + ".part", checkpoint: record.checkpoint, job: id) }
         }
         let operation = RequestOperation(request: request)
         operation.priority = RequestOperation.Priority(rawValue: record.spec.priority.rawValue) ?? .normal
@@ -63,19 +64,6 @@ extension DurableWorker {
 
     private func registryCredentials() -> CredentialProvider? {
         credentialProvider()
-    }
-
-    /// The progress of the given running downloads: the bytes in their `.part` files.
-    func checkpoints(_ jobs: [ClaimedJob]) -> [JobID: Checkpoint] {
-        var result: [JobID: Checkpoint] = [:]
-        for job in jobs where job.recorded == nil {
-            guard let destination = job.record.spec.request.destination else { continue }
-            let part = configuration.folder.appendingPathComponent(destination).path + ".part"
-            var info = stat()
-            guard stat(part, &info) == 0 else { continue }
-            result[job.lease.job] = Checkpoint(bytes: Int64(info.st_size), node: configuration.node)
-        }
-        return result
     }
 }
 

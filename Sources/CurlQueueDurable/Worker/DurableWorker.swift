@@ -38,6 +38,9 @@ public final class DurableWorker: Sendable {
         /// stay leased in the store, are rescued after its TTL (SQLite: once this process's
         /// lock is gone) and run again. They are listed in ``jobsLeftLeased``.
         public var storeGrace: Duration = .seconds(10)
+        /// This boot of the machine (`/proc/sys/kernel/random/boot_id`), kept in checkpoints;
+        /// internal so that a test can play a reboot.
+        var bootID: String? = DurableWorker.currentBootID
         /// The defaults, downloading under `folder`.
         public init(folder: URL) { self.folder = folder }
     }
@@ -248,8 +251,10 @@ public final class DurableWorker: Sendable {
                         }
                     case .heartbeat(let jobs):
                         let sentAt = clock.now
-                        let checkpoints = checkpoints(jobs.compactMap { claims[$0] })
-                        group.addTask { [store, info] in
+                        let running = jobs.compactMap { claims[$0] }
+                        group.addTask { [self, store, info] in
+                            // Off the event loop: the checkpoints fsync the `.part` files.
+                            let checkpoints = await flushedCheckpoints(running)
                             let reply = try? await store.heartbeat(info.id, checkpoints: checkpoints)
                             continuation.yield(.heartbeat(reply, sentAt: sentAt))
                         }
