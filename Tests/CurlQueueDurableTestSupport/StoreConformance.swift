@@ -340,7 +340,7 @@ public enum StoreConformance {
         let me = worker()
         try await store.register(me)
         let job = try #require(try await store.claim(queue: "q", kinds: ["download"], limit: 1, worker: me.id).first)
-        let checkpoint = Checkpoint(bytes: 4096, validator: "\"v1\"", node: me.node)
+        let checkpoint = Checkpoint(bytes: 4096, validator: "\"v1\"", node: me.node, bootID: "boot-1")
         _ = try await store.heartbeat(me.id, checkpoints: [job.lease.job: checkpoint])
         try await store.release([job.lease])
         try await store.unregister(me.id)
