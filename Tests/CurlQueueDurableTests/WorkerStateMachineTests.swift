@@ -132,6 +132,16 @@ import Testing
         #expect(machine.isStopped)
     }
 
+    @Test func aLaterStopWithAShorterDrainBringsTheDeadlineForward() {
+        var machine = Machine(settings: settings, now: start)
+        _ = machine.tick(now: start)
+        _ = machine.claimed([job(1)], limit: 2, now: start)
+        #expect(machine.stop(now: start, drain: .seconds(30)) == [])
+        #expect(machine.stop(now: start + .seconds(1), drain: .seconds(60)) == [], "a longer drain changes nothing")
+        #expect(!machine.tick(now: start + .seconds(2)).contains(.cancelTransfer(1)))
+        #expect(machine.stop(now: start + .seconds(2), drain: .zero).contains(.cancelTransfer(1)), "a cancellation: at once")
+    }
+
     @Test func aTransferThatEndsAsTheDeadlinePassesIsRecorded() {
         var machine = Machine(settings: settings, now: start)
         _ = machine.tick(now: start)

@@ -291,8 +291,13 @@ struct WorkerStateMachine {
 
     /// Stop claiming; let transfers run until `now + drain`, then give the rest back.
     mutating func stop(now: Instant, drain: Duration) -> [Action] {
-        guard phase == .running else { return [] }
-        phase = .draining(deadline: now + drain)
+        switch phase {
+        case .running: phase = .draining(deadline: now + drain)
+        // A later stop with a shorter drain brings the deadline forward (a cancellation
+        // after a graceful stop), never back.
+        case .draining(let deadline) where now + drain < deadline: phase = .draining(deadline: now + drain)
+        default: return []
+        }
         giveUpAt = now + max(drain, .zero) + settings.storeGrace
         return drain <= .zero ? tick(now: now) : settle()
     }

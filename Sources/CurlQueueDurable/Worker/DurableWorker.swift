@@ -114,10 +114,12 @@ public final class DurableWorker: Sendable {
     /// run for up to `drain`, then cancels the rest and gives their jobs back to the store with
     /// their `.part` files kept (a release does not count as an attempt). ``run()`` returns
     /// once no job is held, or, when the store cannot be reached, at most
-    /// ``Configuration/storeGrace`` after the deadline (see ``jobsLeftLeased``). Safe to call from any thread, at any time, more than once.
+    /// ``Configuration/storeGrace`` after the deadline (see ``jobsLeftLeased``). Safe to call from any thread, at any time, more than once:
+    /// a later call with a shorter `drain` (counted from that call) brings the deadline (and
+    /// that bound) forward, a longer one changes nothing.
     public func stop(drain: Duration = .seconds(30)) {
         let events = registry.withLock { registry in
-            if registry.stopRequest == nil { registry.stopRequest = drain }
+            registry.stopRequest = min(registry.stopRequest ?? drain, drain)
             return registry.events
         }
         events?.yield(.stop(drain))
