@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "CurlQueueSQLite", targets: ["CurlQueueSQLite"]),
         // A durable job store on PostgreSQL, shared by daemons on many machines (docs/durable.md).
         .library(name: "CurlQueuePostgres", targets: ["CurlQueuePostgres"]),
+        // A durable worker as a swift-service-lifecycle Service (graceful shutdown drains it).
+        .library(name: "CurlQueueDurableService", targets: ["CurlQueueDurableService"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
@@ -29,6 +31,8 @@ let package = Package(
         // The local HTTP servers: CurlQueueDemoServer (`curlq demo` and the examples; curlq links
         // it) and the tests' fixture server built on its parts. The library products do not.
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        // CurlQueueDurableService only (and what uses it); CurlQueueDurable does not link it.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // libcurl itself, found through pkg-config, plus a header of static inline shims for
@@ -97,6 +101,11 @@ let package = Package(
                 "CurlQueue", .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "CurlQueueDurableService",
+            dependencies: ["CurlQueueDurable", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
             swiftSettings: strict
         ),
         // The system SQLite (3.37 or later: STRICT tables, RETURNING).
@@ -210,6 +219,9 @@ let package = Package(
                 "DurableWorkerProbe",
                 "CurlQueueTestSupport",
                 "curlq",
+                "CurlQueueDurableService",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -241,7 +253,8 @@ let package = Package(
             name: name,
             dependencies: ["CurlQueue", "CurlQueueDemoServer", .product(name: "Logging", package: "swift-log")]
                 + (name == "APIClient" ? ["CurlQueueClient"] : [])
-                + (name == "DurableDaemon" ? ["CurlQueueDurable", "CurlQueueSQLite"] : []),
+                + (name == "DurableDaemon" ? ["CurlQueueDurable", "CurlQueueSQLite", "CurlQueueDurableService",
+                                              .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")] : []),
             path: "Examples/\(name)",
             swiftSettings: strict
         )
