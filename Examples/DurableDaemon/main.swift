@@ -5,12 +5,16 @@
 // It enqueues a few downloads from a local server (127.0.0.1, random port), runs a worker
 // until they are all handled, prints the store's record, and stops on SIGTERM or Ctrl-C as a
 // daemon should: no more claims, transfers given 10 s to finish, the rest given back to the
-// store with their .part files kept for the next run.
+// store with their .part files kept for the next run. The worker runs in a swift-service-lifecycle
+// ServiceGroup, whose graceful shutdown signals are SIGTERM and SIGINT.
 import CurlQueue
 import CurlQueueDurable
 import CurlQueueSQLite
 import CurlQueueDemoServer
+import CurlQueueDurableService
 import Foundation
+import Logging
+import ServiceLifecycle
 
 let server = try await DemoServer.start()
 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("DurableDaemon-\(getpid())")
@@ -40,18 +44,14 @@ worker.register(kind: "download") { job in
     if handled.withLock({ $0 += 1; return $0 }) == jobs.count { worker.stop() }
 }
 
-// SIGTERM and SIGINT stop the worker gracefully.
-signal(SIGTERM, SIG_IGN)
-signal(SIGINT, SIG_IGN)
-let signals = [SIGTERM, SIGINT].map { number in
-    let source = DispatchSource.makeSignalSource(signal: number)
-    source.setEventHandler { worker.stop(drain: .seconds(10)) }
-    source.resume()
-    return source
-}
-
-try await worker.run()
-_ = signals
+// SIGTERM and SIGINT shut the group down gracefully: the worker's stop(drain: 10 s). When the
+// worker stops by itself (above), the group shuts down too, rather than report it as a failure.
+let group = ServiceGroup(configuration: .init(
+    services: [.init(service: DurableWorkerService(worker, drain: .seconds(10)),
+                     successTerminationBehavior: .gracefullyShutdownGroup)],
+    gracefulShutdownSignals: [.sigterm, .sigint],
+    logger: Logger(label: "DurableDaemon")))
+try await group.run()
 for state in JobState.allCases {
     if let count = try await store.counts(queue: "default")[state] { print("\(state): \(count)") }
 }
