@@ -38,21 +38,11 @@ public struct DurableWorkerService: Service {
     /// (the worker's `jobsLeftLeased` then names what it could not give back).
     /// Throws only when the worker cannot register with its store.
     public func run() async throws {
-        let worker = worker
-        let drain = drain
-        // Unstructured, so that it does not inherit this task's cancellation: the worker's
-        // event loop ends as soon as its task is cancelled, and would then leave its jobs
-        // `running` in the store (until another worker's rescue). Cancellation reaches it as
-        // `stop(drain: .zero)` instead, and this task still waits for the releases.
-        let running = Task { try await worker.run() }
-        try await withTaskCancellationHandler {
-            try await withGracefulShutdownHandler {
-                try await running.value
-            } onGracefulShutdown: {
-                worker.stop(drain: drain)
-            }
-        } onCancel: {
-            worker.stop(drain: .zero)
+        // The worker's run() turns this task's cancellation into `stop(drain: .zero)` itself.
+        try await withGracefulShutdownHandler {
+            try await worker.run()
+        } onGracefulShutdown: { [worker, drain] in
+            worker.stop(drain: drain)
         }
     }
 }

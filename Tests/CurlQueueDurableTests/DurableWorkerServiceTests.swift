@@ -23,7 +23,7 @@ import Testing
     /// A group running a worker with one slow download (16 KiB every 50 ms: 4 MiB take 13 s),
     /// started once its `.part` file has bytes; `stop` stops it, and the store must then hold
     /// the job back `available`, its attempt not counted, its `.part` kept, nothing `running`.
-    func withRunningDownload(drain: Duration = .milliseconds(200),
+    func withRunningDownload(drain: Duration = .milliseconds(200), inGroup: Bool = true,
                              _ stop: (DurableWorker, ServiceGroup, Task<Void, any Error>) async -> Void) async throws {
         try await withServer { server in
             try await withFolder { folder in
@@ -37,7 +37,7 @@ import Testing
                 worker.register(kind: "download") { _ in }
                 let group = ServiceGroup(services: [DurableWorkerService(worker, drain: drain)],
                                          logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-                let running = Task { try await group.run() }
+                let running = inGroup ? Task { try await group.run() } : Task { try await worker.run() }
                 let started = await waitForFolder(files) { names(in: files).contains { $0.hasSuffix(".part") } }
                 #expect(started)
                 await stop(worker, group, running)
@@ -72,6 +72,11 @@ import Testing
             worker.stop(drain: .seconds(600))
             running.cancel()
         }
+    }
+
+    /// The same without swift-service-lifecycle: cancelling the task that awaits `run()`.
+    @Test func cancellingTheTaskOfABareRunStillGivesTheJobBack() async throws {
+        try await withRunningDownload(inGroup: false) { _, _, running in running.cancel() }
     }
 
     /// Whether `task` ends within `bound`: the sleep IS the bound, the failure's deadline.

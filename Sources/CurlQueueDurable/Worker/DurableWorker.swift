@@ -126,8 +126,21 @@ public final class DurableWorker: Sendable {
     }
 
     /// Registers with the store and runs until ``stop(drain:)`` has given every job back.
-    /// Throws only when the worker cannot register.
+    /// Throws only when the worker cannot register. Cancelling the task that awaits it is
+    /// `stop(drain: .zero)`: it still returns only once the jobs are given back.
     public func run() async throws {
+        // The loop runs in a task of its own, which does not inherit this one's cancellation:
+        // a cancelled loop would end at once (an AsyncStream ends its iteration) and leave its
+        // jobs `running` in the store until another worker's rescue.
+        let loop = Task { try await runLoop() }
+        try await withTaskCancellationHandler {
+            try await loop.value
+        } onCancel: {
+            stop(drain: .zero)
+        }
+    }
+
+    private func runLoop() async throws {
         try await store.register(info)
         let (events, continuation) = AsyncStream.makeStream(of: Event.self)
         let (handlers, pendingStop) = registry.withLock { registry in
