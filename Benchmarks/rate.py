@@ -26,17 +26,20 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_nginx(work, files, limit_rate=None):
+def start_nginx(work, files, limit_rate=None, access_log=None):
     """Starts nginx serving `files` ({name: size in bytes, a multiple of 1 MiB}) from work/www on
     a free port of 127.0.0.1; `limit_rate` (nginx's syntax, "2m") limits each connection. Returns
-    (process, base URL). Benchmarks/split.py and durable.py use it too."""
+    (process, base URL). Benchmarks/split.py, durable.py and durable_kill.py use it too.
+    `files` None: work/www exists already (durable_kill.py writes it). `access_log`: a path that
+    gets one line per request: URI, status, Range header ("-" when none), body bytes sent."""
     www = os.path.join(work, "www")
-    os.makedirs(www)
-    chunk = os.urandom(MIB)
-    for name, size in files.items():
-        with open(os.path.join(www, name), "wb") as f:
-            for _ in range(size // MIB):
-                f.write(chunk)
+    if files is not None:
+        os.makedirs(www)
+        chunk = os.urandom(MIB)
+        for name, size in files.items():
+            with open(os.path.join(www, name), "wb") as f:
+                for _ in range(size // MIB):
+                    f.write(chunk)
     port = free_port()
     conf = os.path.join(work, "nginx.conf")
     with open(conf, "w") as f:
@@ -45,7 +48,7 @@ daemon off; master_process off; worker_processes 1;
 pid {work}/nginx.pid; error_log {work}/error.log warn;
 events {{ worker_connections 256; }}
 http {{
-    access_log off; sendfile on;{f" limit_rate {limit_rate};" if limit_rate else ""}
+    {f"log_format range '$uri $status $http_range $body_bytes_sent'; access_log {access_log} range;" if access_log else "access_log off;"} sendfile on;{f" limit_rate {limit_rate};" if limit_rate else ""}
     client_body_temp_path {work}/t-body; proxy_temp_path {work}/t-proxy;
     fastcgi_temp_path {work}/t-fcgi; uwsgi_temp_path {work}/t-uwsgi; scgi_temp_path {work}/t-scgi;
     root {www};
