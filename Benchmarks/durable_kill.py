@@ -20,7 +20,8 @@ every file whose .part held bytes at a kill, resuming at most where that .part e
 fetched from byte 0 more than once, except once more per kill at which its .part was missing or
 empty (and, with --tolerate-unrecorded, once more per kill at which its transfer had ended but
 the store had not recorded it yet: the worker renames the .part, fsyncs the file, then records
-it, and a kill in between runs the job again from 0). A run longer than --timeout seconds fails
+it, and a kill in between runs the job again from 0; so does a kill after the .part is whole
+but before the rename: its resume gets 416, and the core starts again from empty). A run longer than --timeout seconds fails
 with the store's counts.
 Prints a Markdown summary: kills, files interrupted and resumed, bytes re-fetched vs total,
 wall time.
@@ -172,10 +173,14 @@ def main():
             daemon.wait()
             sizes = on_disk(downloads)
             parts = {name[:-5]: size for name, size in sizes.items() if name.endswith(".part")}
-            # Downloads whose transfer had ended (the file under its final name) that the store
-            # had not recorded completed when the daemon died: the next start runs them again.
+            # Downloads whose transfer had ended (the file under its final name, or its .part
+            # already whole) that the store had not recorded completed when the daemon died: the
+            # next start runs them again, from 0 (a whole .part is resumed, nginx answers 416, and
+            # the core starts again from empty).
+            done = {name for name in sizes if name in files} | {
+                name for name, size in parts.items() if name in files and size == files[name][0]}
             unrecorded = {os.path.basename(job.get("file") or job["url"]) for job in status()["jobs"]
-                          if job["state"] != "completed"} & {name for name in sizes if name in files}
+                          if job["state"] != "completed"} & done
             kills.append((time.monotonic() - start_time, sum(sizes.values()) / total, parts, unrecorded))
             print(f"durable_kill: kill {len(kills)} at {kills[-1][0]:.1f} s, {kills[-1][1]:.0%} on disk, "
                   f"{len(parts)} .part files ({sum(1 for s in parts.values() if s)} with bytes), "
