@@ -9,14 +9,6 @@ import Testing
 /// A worker in this process against the fixture server: Retry-After in the store's schedule,
 /// and jobs the store says the worker holds but it never heard of.
 @Suite struct DurableWorkerGapsTests {
-    func configuration(_ folder: URL) -> DurableWorker.Configuration {
-        var configuration = DurableWorker.Configuration(folder: folder)
-        configuration.heartbeatInterval = .seconds(1)
-        configuration.pollInterval = .milliseconds(100)
-        configuration.maintenanceInterval = .milliseconds(500)
-        return configuration
-    }
-
     @Test func aRetryAfterSchedulesTheNextAttemptNoEarlierThanItSays() async throws {
         try await withServer { server in
             try await withFolder { folder in
@@ -34,7 +26,7 @@ import Testing
                 ]
                 let ids = try await store.enqueue(specs, queue: "default", order: .fifo).map(\.id)
                 let worker = DurableWorker(store: store, requestQueue: RequestQueue(maxConcurrentRequestCount: 4),
-                                           configuration: configuration(folder.appendingPathComponent("files")))
+                                           configuration: .forTests(folder.appendingPathComponent("files")))
                 let handled = Locked<Set<JobID>>([])
                 worker.register(kind: "download") { [weak worker] job in
                     let count = handled.withLock { $0.insert(job.record.id); return $0.count }
@@ -85,7 +77,7 @@ import Testing
                 ]
                 let ids = try await store.enqueue(specs, queue: "default", order: .fifo).map(\.id)
                 let worker = DurableWorker(store: store, requestQueue: RequestQueue(maxConcurrentRequestCount: 4),
-                                           configuration: configuration(files))
+                                           configuration: .forTests(files))
                 let handled = Locked<Set<JobID>>([])
                 worker.register(kind: "download") { [weak worker] job in
                     let count = handled.withLock { $0.insert(job.record.id); return $0.count }
@@ -131,7 +123,7 @@ import Testing
                 queue: "default", order: .fifo
             ).map(\.id)
             let worker = DurableWorker(store: store, requestQueue: RequestQueue(maxConcurrentRequestCount: 2),
-                                       configuration: configuration(folder.appendingPathComponent("files")))
+                                       configuration: .forTests(folder.appendingPathComponent("files")))
             worker.register(kind: "download") { _ in }
             let running = Task { try await worker.run() }
             defer { worker.stop(drain: .zero) }

@@ -12,14 +12,6 @@ import Testing
 /// A worker run by a `ServiceGroup` (DurableWorkerService), on an SQLite store, stopped the
 /// ecosystem's two ways while a slow download runs.
 @Suite struct DurableWorkerServiceTests {
-    func configuration(_ folder: URL) -> DurableWorker.Configuration {
-        var configuration = DurableWorker.Configuration(folder: folder)
-        configuration.heartbeatInterval = .seconds(1)
-        configuration.pollInterval = .milliseconds(100)
-        configuration.maintenanceInterval = .milliseconds(500)
-        return configuration
-    }
-
     /// A group running a worker with one slow download (16 KiB every 50 ms: 4 MiB take 13 s),
     /// started once its `.part` file has bytes; `stop` stops it, and the store must then hold
     /// the job back `available`, its attempt not counted, its `.part` kept, nothing `running`.
@@ -33,7 +25,7 @@ import Testing
                     url: server.baseURL + "/bytes/\(4 << 20)?chunk=16384&drip=50", destination: "slow.bin"))],
                     queue: "default", order: .fifo)
                 let worker = DurableWorker(store: store, requestQueue: RequestQueue(maxConcurrentRequestCount: 2),
-                                           configuration: configuration(files))
+                                           configuration: .forTests(files))
                 worker.register(kind: "download") { _ in }
                 let group = ServiceGroup(services: [DurableWorkerService(worker, drain: drain)],
                                          logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))

@@ -8,14 +8,6 @@ import Testing
 
 /// A worker in this process, on an SQLite store, against the fixture server.
 @Suite struct DurableWorkerTests {
-    func configuration(_ folder: URL) -> DurableWorker.Configuration {
-        var configuration = DurableWorker.Configuration(folder: folder)
-        configuration.heartbeatInterval = .seconds(1)
-        configuration.pollInterval = .milliseconds(100)
-        configuration.maintenanceInterval = .milliseconds(500)
-        return configuration
-    }
-
     @Test func runsJobsAndHandsEachOutcomeToItsHandler() async throws {
         try await withServer { server in
             try await withFolder { folder in
@@ -27,7 +19,7 @@ import Testing
                 ]
                 let ids = try await store.enqueue(specs, queue: "default", order: .fifo).map(\.id)
                 let worker = DurableWorker(store: store, requestQueue: RequestQueue(maxConcurrentRequestCount: 2),
-                                           configuration: configuration(folder.appendingPathComponent("files")))
+                                           configuration: .forTests(folder.appendingPathComponent("files")))
                 let seen = Locked<[JobID: DurableJob]>([:])
                 // Weakly: the worker keeps its handlers, and a strong capture would keep the
                 // worker (its store, queue and results) for ever, as LeakSanitizer reported.
@@ -65,7 +57,7 @@ import Testing
                 }
                 _ = try await store.enqueue(specs, queue: "default", order: .fifo)
                 let worker = DurableWorker(store: store, requestQueue: RequestQueue(maxConcurrentRequestCount: 2),
-                                           configuration: configuration(files))
+                                           configuration: .forTests(files))
                 worker.register(kind: "download") { _ in }
                 let running = Task { try await worker.run() }
                 // Wait for bytes on disk, then stop with a short drain.
