@@ -44,12 +44,24 @@ extension Attempt {
 
         var responseCode = 0
         _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &responseCode)
-        let status = head.status ?? responseCode
+        var status = head.status ?? responseCode
         if status == 416, let file, file.resumeOffset > 0 {
-            // The .part file is as long as the resource, or longer: start again from empty.
-            self.file?.discard()
-            rangeRefused = true
-            return .restart
+            guard partHoldsTheWholeResource(file) else {
+                // The .part file is as long as the resource, or longer: start again from empty.
+                self.file?.discard()
+                rangeRefused = true
+                return .restart
+            }
+            // An earlier attempt stopped after the last byte, before the rename (a process
+            // killed there): the .part is the file, and the server accepted its validator.
+            do {
+                try self.file?.open(append: true)
+            } catch {
+                self.file?.close()
+                return .finished(.failure(error))
+            }
+            status = 200
+            memoryBody = Data()  // the 416's own text, not the file's
         }
 
         if let hop = followRedirect(easy, status: status) {
@@ -89,6 +101,17 @@ extension Attempt {
             self.file = nil
         }
         return .finished(.response(response))
+    }
+
+    /// Whether a 416 to a resume means the `.part` already holds every byte: the server says
+    /// the resource is exactly as long (`Content-Range: bytes */N`), and the request carried an
+    /// `If-Range`, which a server answers with the whole new version (200), not a 416, when the
+    /// resource changed.
+    private func partHoldsTheWholeResource(_ file: DestinationFile) -> Bool {
+        guard file.resumeValidator != nil || request.headerFields[.ifRange] != nil,
+              let value = head.fields[.contentRange],
+              let length = ContentRange.unsatisfiedCompleteLength(value) else { return false }
+        return length == file.resumeOffset
     }
 
     /// The prerequest callback stopped a request, unsent, on a reused connection that held

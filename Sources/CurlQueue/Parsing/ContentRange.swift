@@ -24,6 +24,15 @@ struct ContentRange: Hashable {
         self.last = last
     }
 
+    /// The complete length of a 416's `Content-Range: bytes */N`, or nil for anything else.
+    static func unsatisfiedCompleteLength(_ value: String) -> Int64? {
+        var rest = Substring(value).drop(while: { $0 == " " })
+        guard rest.lowercased().hasPrefix("bytes ") else { return nil }
+        rest = rest.dropFirst(6).drop(while: { $0 == " " })
+        guard rest.hasPrefix("*/") else { return nil }
+        return number(rest.dropFirst(2).trimmingSuffix(while: { $0 == " " }))
+    }
+
     private static func number(_ text: Substring) -> Int64? {
         guard !text.isEmpty, text.count <= 18, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
         return Int64(text)
