@@ -29,7 +29,7 @@ wall time.
 import argparse, hashlib, json, os, random, re, shutil, signal, struct, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rate import start_nginx  # noqa: E402
+from rate import default_curlq, start_nginx  # noqa: E402
 
 MIB = 1 << 20
 
@@ -82,11 +82,7 @@ def sha256(path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    here = os.path.dirname(os.path.abspath(__file__))
-    default = os.path.join(here, "..", ".build", "release", "curlq")
-    if not os.path.exists(default):
-        default = os.path.join(here, "..", ".build", "debug", "curlq")
-    parser.add_argument("--curlq", default=default)
+    parser.add_argument("--curlq", default=default_curlq())
     parser.add_argument("--store", default="sqlite", help="sqlite (a file in the work folder), postgres "
                         "($CQ_POSTGRES_URL, as scripts/test-postgres exports it) or a postgres:// URL")
     parser.add_argument("--files", type=int, default=200)

@@ -76,13 +76,16 @@ def timed(argv):
     return elapsed, result.stdout
 
 
+def default_curlq():
+    """The release curlq if built, else the debug one."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    release = os.path.join(here, "..", ".build", "release", "curlq")
+    return release if os.path.exists(release) else os.path.join(here, "..", ".build", "debug", "curlq")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    here = os.path.dirname(os.path.abspath(__file__))
-    default = os.path.join(here, "..", ".build", "release", "curlq")
-    if not os.path.exists(default):
-        default = os.path.join(here, "..", ".build", "debug", "curlq")
-    parser.add_argument("--curlq", default=default)
+    parser.add_argument("--curlq", default=default_curlq())
     parser.add_argument("--seconds", type=float, default=10)
     args = parser.parse_args()
     s = args.seconds

@@ -12,16 +12,12 @@ Prints a Markdown table (docs/performance.md has one).
 import argparse, filecmp, os, shutil, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rate import MIB, start_nginx  # noqa: E402
+from rate import MIB, default_curlq, start_nginx  # noqa: E402
 
 
 def main():
     parser = argparse.ArgumentParser()
-    here = os.path.dirname(os.path.abspath(__file__))
-    default = os.path.join(here, "..", ".build", "release", "curlq")
-    if not os.path.exists(default):
-        default = os.path.join(here, "..", ".build", "debug", "curlq")
-    parser.add_argument("--curlq", default=default)
+    parser.add_argument("--curlq", default=default_curlq())
     parser.add_argument("--mib", type=int, default=64)
     parser.add_argument("--rate", default="2m", help="nginx limit_rate per connection (2m = 2 MiB/s)")
     args = parser.parse_args()
