@@ -17,11 +17,11 @@ Checks (any failure: exit 1, with the reason): the store holds --files jobs, eve
 completed, each exactly once (one record per file, no duplicate); every file's sha256 equal to
 the served one; no .part left; nginx's access log (with $http_range) shows a Range request for
 every file whose .part held bytes at a kill, resuming at most where that .part ended; no file
-fetched from byte 0 more than once, except once more per kill at which its .part was missing or
-empty (and, with --tolerate-unrecorded, once more per kill at which its transfer had ended but
-the store had not recorded it yet: the worker renames the .part, fsyncs the file, then records
-it, and a kill in between runs the job again from 0; so does a kill after the .part is whole
-but before the rename: its resume gets 416, and the core starts again from empty). A run longer than --timeout seconds fails
+fetched from byte 0 more than once, except once more per kill at which it had no byte on disk (no
+.part or an empty one, and nothing under its final name: nginx may have sent bytes the daemon had
+not written yet). A file whose transfer had ended when the store had not recorded it (under its
+final name, or a whole .part) is never fetched whole again: the next attempt asks for the bytes
+past its end with If-Range, and nginx's 416 completes it. A run longer than --timeout seconds fails
 with the store's counts.
 Prints a Markdown summary: kills, files interrupted and resumed, bytes re-fetched vs total,
 wall time.
@@ -94,9 +94,6 @@ def main():
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=900, help="seconds for the whole run (files excluded)")
     parser.add_argument("--work", default=None, help="folder for files, store and logs (default: a temp folder)")
-    parser.add_argument("--tolerate-unrecorded", action="store_true",
-                        help="a file fetched whole again because its transfer had ended (under its final name) but the "
-                        "store had not recorded it at a kill is counted in the table, not a failure (docs/durable.md)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else int(time.time())
@@ -153,6 +150,7 @@ def main():
         # The kill moments: random fractions of the bytes, sorted; each kill 0-300 ms after its
         # fraction is on disk (the daemon is between writes, in a write, or in a store call).
         fractions = sorted(rng.uniform(0.03, 0.9) for _ in range(args.kills))
+        finished_at_kill = []  # per kill: the files under their final names
         kills = []  # per kill: seconds into the run, fraction on disk, {file: .part size} after the kill
         daemon = start()
         restarted_with = 0
@@ -178,6 +176,7 @@ def main():
             unrecorded = {os.path.basename(job.get("file") or job["url"]) for job in status()["jobs"]
                           if job["state"] != "completed"} & done
             kills.append((time.monotonic() - start_time, sum(sizes.values()) / total, parts, unrecorded))
+            finished_at_kill.append({name for name in sizes if name in files})
             print(f"durable_kill: kill {len(kills)} at {kills[-1][0]:.1f} s, {kills[-1][1]:.0%} on disk, "
                   f"{len(parts)} .part files ({sum(1 for s in parts.values() if s)} with bytes), "
                   f"{len(unrecorded)} files done but not recorded", file=sys.stderr)
@@ -251,21 +250,21 @@ def main():
                 resumed += 1
         for name in files:
             whole = sum(1 for _, ranged, _ in requests.get(name, []) if ranged == "-" or ranged.startswith("bytes=0-"))
-            allowed = 1 + sum(1 for _, _, parts, _ in kills if name in parts and parts[name] == 0)
+            allowed = 1 + sum(1 for (_, _, parts, _), finished in zip(kills, finished_at_kill)
+                              if not parts.get(name) and name not in finished)
             late = [number + 1 for number, (_, _, _, unrecorded) in enumerate(kills) if name in unrecorded]
-            if args.tolerate_unrecorded:
-                allowed += len(late)
             if whole > allowed:
                 why = f"; its transfer had ended but was not recorded at kill {late}: fetched again whole" if late else ""
                 problems.append(f"{name} fetched from byte 0 {whole} times (allowed {allowed}){why}: {requests[name]}")
         rerun = sorted({name for _, _, _, unrecorded in kills for name in unrecorded})
+        confirmed = [name for name in rerun if any(code == 416 for code, _, _ in requests.get(name, []))]
 
         print(f"\n| store | files | MiB | -j | limit_rate | kills (s into the run, share on disk) | files interrupted "
-              f"with bytes / resumed with Range | files done but unrecorded at a kill | bytes re-fetched vs total | wall time |")
+              f"with bytes / resumed with Range | files done but unrecorded at a kill / confirmed by a 416 | bytes re-fetched vs total | wall time |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         moments = ", ".join(f"{t:.0f} s {share:.0%}" for t, share, _, _ in kills)
         print(f"| {'sqlite' if store.startswith('sqlite:') else 'postgres'} | {args.files} | {total / MIB:.0f} | "
-              f"{args.concurrency} | {args.rate} | {len(kills)} ({moments}) | {len(interrupted)} / {resumed} | {len(rerun)} | "
+              f"{args.concurrency} | {args.rate} | {len(kills)} ({moments}) | {len(interrupted)} / {resumed} | {len(rerun)} / {len(confirmed)} | "
               f"{(sent - total) / MIB:.1f} MiB of {total / MIB:.0f} MiB ({(sent - total) / total:.2%}) | {wall:.0f} s |")
         if problems:
             print("\n".join(problems[:40]), file=sys.stderr)

@@ -86,7 +86,7 @@ enum Routes {
             guard let total = Int(segments[1]), total >= 0 else {
                 return .fixed(.text(.badRequest, "bad byte count"))
             }
-            return bytes(total: total, target: target, rangeHeader: headers.first(name: "range"))
+            return bytes(total: total, target: target, rangeHeader: headers.first(name: "range"), ifRange: headers.first(name: "if-range"))
         case ("reflect", 1):
             return .reflect(encoding: target.query["encoding"])
         case ("echo", 1):
@@ -161,14 +161,17 @@ enum Routes {
     // MARK: /bytes
 
     /// The plan for `/bytes/TOTAL`, honouring `Range` (unless `norange=1`) and the body options.
-    static func bytes(total: Int, target: RequestTarget, rangeHeader: String?) -> ResponsePlan {
+    /// With `etag=E`, an `If-Range` naming another validator gets the whole body (200).
+    static func bytes(total: Int, target: RequestTarget, rangeHeader: String?, ifRange: String? = nil) -> ResponsePlan {
         let honoursRanges = !target.flag("norange")
         var headers: HTTPHeaders = ["Content-Type": "application/octet-stream"]
         if honoursRanges {
             headers.add(name: "Accept-Ranges", value: "bytes")
         }
         // `etag=E`: `ETag: "E"`, a validator for split downloads (curlq -s).
-        if let eTag = target.query["etag"] { headers.add(name: "ETag", value: "\"\(eTag)\"") }
+        let eTag = target.query["etag"].map { "\"\($0)\"" }
+        if let eTag { headers.add(name: "ETag", value: eTag) }
+        let rangeHeader = eTag == nil || ifRange == nil || ifRange == eTag ? rangeHeader : nil
 
         var status = HTTPResponseStatus.ok
         var first = 0

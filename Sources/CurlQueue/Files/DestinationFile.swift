@@ -46,6 +46,8 @@ struct DestinationFile {
     private var digests: FileDigests?
     /// The digests of the file committed, when they were computed as it was written.
     private(set) var finishedDigests: [DigestAlgorithm: String] = [:]
+    /// Whether the finished file keeps the validator (``Request/keepsValidatorOnFile``).
+    private let keepsValidator: Bool
 
     /// The extended attribute of a `.part` file that holds its validator. Where the file system
     /// keeps no extended attributes, a resume goes without `If-Range`, as before.
@@ -54,8 +56,9 @@ struct DestinationFile {
     /// Prepares the destination; reads the size of an existing `.part` when resuming, and
     /// removes it otherwise: a `.part` file that is not resumed now must not be resumed by a
     /// later attempt either, which would append this download to bytes of another one.
-    init(destination: URL, resume: Bool, digests: Set<DigestAlgorithm> = []) throws(RequestError) {
+    init(destination: URL, resume: Bool, digests: Set<DigestAlgorithm> = [], keepsValidator: Bool = false) throws(RequestError) {
         self.destination = destination
+        self.keepsValidator = keepsValidator
         self.digestAlgorithms = digests
         self.partPath = destination.path + ".part"
         let directory = destination.deletingLastPathComponent().path
@@ -168,7 +171,8 @@ struct DestinationFile {
         if descriptor < 0 { try open(append: false) }  // an empty body writes nothing
         finishedDigests = digests?.finish() ?? [:]
         digests = nil
-        _ = fremovexattr(descriptor, Self.validatorAttribute)  // the finished file carries none
+        // The finished file carries none, unless asked to keep it.
+        if !keepsValidator { _ = fremovexattr(descriptor, Self.validatorAttribute) }
         close()
         // The name must still be the file written: a link or another file swapped in for it
         // while the body arrived is not moved into place.

@@ -196,6 +196,16 @@ public struct Request: Hashable, Sendable {
         .accept, .acceptEncoding, .acceptLanguage, .cacheControl, .contentLanguage, .contentType, .expect, .userAgent,
     ]
 
+    /// With a ``destination``: the finished file keeps the validator its `.part` carried
+    /// (``DestinationFile/validatorAttribute``) instead of losing it at the rename. For the
+    /// durable worker, which removes it once the job's outcome is recorded: a file found
+    /// under its final name with no recorded outcome can be confirmed with the server
+    /// (`If-Range`) instead of fetched again.
+    package var keepsValidatorOnFile: Bool {
+        get { values.value.keepsValidatorOnFile }
+        set { values.modify { $0.keepsValidatorOnFile = newValue } }
+    }
+
     /// Problems found while building the request, reported when it runs.
     var problems: [String] {
         get { values.value.problems }
@@ -216,6 +226,7 @@ public struct Request: Hashable, Sendable {
         var destination: URL?
         var resume: Bool
         var fileDigests: Set<DigestAlgorithm> = []
+        var keepsValidatorOnFile = false
         var tls: TLSOptions
         var allowedSchemes: Set<String>
         var maxResponseBodySize: Int64? = nil

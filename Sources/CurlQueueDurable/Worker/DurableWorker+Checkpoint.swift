@@ -49,7 +49,7 @@ extension DurableWorker {
             // may be too; they are not counted).
             guard fsync(fd) == 0 else { continue }
             result[job.lease.job] = Checkpoint(
-                bytes: Int64(info.st_size), validator: Self.validator(of: fd), node: configuration.node,
+                bytes: Int64(info.st_size), validator: Self.attribute(Self.validatorAttribute, of: fd), node: configuration.node,
                 bootID: configuration.bootID)
         }
         return result
@@ -90,7 +90,7 @@ extension DurableWorker {
             var named = stat()
             if lstat(part, &named) == 0, named.st_dev == info.st_dev, named.st_ino == info.st_ino { unlink(part) }
         }
-        if Self.validator(of: fd) != checkpoint.validator {
+        if Self.attribute(Self.validatorAttribute, of: fd) != checkpoint.validator {
             remove()
             Self.log.notice("after a reboot: .part removed, its validator is not its checkpoint's", metadata: metadata)
             return .discarded
@@ -105,13 +105,5 @@ extension DurableWorker {
         }
         Self.log.notice("after a reboot: .part truncated to its checkpoint before resuming", metadata: metadata)
         return .truncated(from: size, to: checkpoint.bytes)
-    }
-
-    /// The validator the core keeps with the `.part` open at `fd`, if any.
-    private static func validator(of fd: Int32) -> String? {
-        var buffer = [UInt8](repeating: 0, count: 1025)
-        let count = fgetxattr(fd, validatorAttribute, &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[..<count], as: UTF8.self)
     }
 }

@@ -23,7 +23,7 @@ extension DurableWorker {
             }
         }
         if let key = record.spec.idempotencyKey { extra.append(.init("Idempotency-Key", key)) }
-        let request: Request
+        var request: Request
         switch record.spec.request.request(folder: configuration.folder, extraFields: extra) {
         case .success(let made): request = made
         case .failure(let error):
@@ -40,15 +40,22 @@ extension DurableWorker {
                 continuation.yield(.transferEnded(id, .failed(reason: "cannot create the folder of \(destination.path): \(error)"), nil))
                 return nil
             }
-            if request.resume { checkPartAfterReboot(destination.path + ".part", checkpoint: record.checkpoint, job: id) }
+            if request.resume {
+                request.keepsValidatorOnFile = true  // until the outcome is recorded
+                if !reclaimUnrecordedFile(destination.path, checkpoint: record.checkpoint, job: id) {
+                    checkPartAfterReboot(destination.path + ".part", checkpoint: record.checkpoint, job: id)
+                }
+            }
         }
         let operation = RequestOperation(request: request)
         operation.priority = RequestOperation.Priority(rawValue: record.spec.priority.rawValue) ?? .normal
         operation.autoRetry = false  // retries go through the store, which keeps their schedule
+        let bootID = configuration.bootID
         operation.completionHandler = { result in
             let outcome = Self.outcome(of: result, job: record, now: Date(), random: .random(in: 0..<1))
             let response = try? result.get()
             if let file = response?.fileURL {
+                if case .completed = outcome { Self.markFinished(file, bootID: bootID) }
                 Task {
                     let checked = Self.verified(outcome, file: file, digests: response?.fileDigests ?? [:], job: record,
                                                 now: Date(), random: .random(in: 0..<1))

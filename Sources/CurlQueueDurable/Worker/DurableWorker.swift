@@ -236,9 +236,12 @@ public final class DurableWorker: Sendable {
                     case .cancelTransfer(let id):
                         operations[id]?.cancel()
                     case .finish(let lease, let outcome):
-                        group.addTask { [store] in
+                        group.addTask { [store, folder = configuration.folder] in
                             do {
                                 let recorded = try await store.finish(lease, outcome)
+                                if recorded, case .completed(let result) = outcome, let file = result.file {
+                                    Self.forgetFinished(folder.appendingPathComponent(file))
+                                }
                                 continuation.yield(.finished(lease.job, recorded: recorded))
                             } catch {
                                 continuation.yield(.finishFailed(lease.job))
