@@ -88,6 +88,27 @@ import Testing
         }
     }
 
+    /// No checkpoint of a boot (a download shorter than a heartbeat): the `.part`'s time decides.
+    @Test func aPartWithNoCheckpointWrittenBeforeThisBootIsDiscardedAndOneOfThisBootKept() async throws {
+        try await withFolder { folder in
+            var configuration = DurableWorker.Configuration(folder: folder)
+            configuration.bootID = "boot-now"
+            let store = try SQLiteJobStore(path: folder.appendingPathComponent("jobs.sqlite").path)
+            let part = folder.appendingPathComponent("f.bin.part")
+            try Data(count: 5000).write(to: part)
+            configuration.bootTime = Date().addingTimeInterval(-3600)  // booted before it was written
+            var worker = DurableWorker(store: store, requestQueue: RequestQueue(), configuration: configuration)
+            #expect(worker.checkPartAfterReboot(part.path, checkpoint: nil, job: 1) == .kept)
+            let older = Checkpoint(bytes: 4096, validator: nil, node: configuration.node)  // recorded with no boot id
+            #expect(worker.checkPartAfterReboot(part.path, checkpoint: older, job: 1) == .kept)
+            #expect(FileManager.default.fileExists(atPath: part.path))
+            configuration.bootTime = Date().addingTimeInterval(3600)  // booted after it was last written
+            worker = DurableWorker(store: store, requestQueue: RequestQueue(), configuration: configuration)
+            #expect(worker.checkPartAfterReboot(part.path, checkpoint: nil, job: 1) == .discarded)
+            #expect(!FileManager.default.fileExists(atPath: part.path))
+        }
+    }
+
     @Test func heartbeatCheckpointsCarryTheBootAndTheValidator() async throws {
         try await withServer { server in
             try await withFolder { folder in

@@ -29,7 +29,8 @@ import Testing
 
     /// Runs one download job of `/bytes/total` (ETag `"v1"`) to `f.bin`, in a worker of boot
     /// "boot-now", after an earlier worker claimed it, recorded `checkpoint` and went without
-    /// recording an outcome, leaving `file` at the destination with the given attributes.
+    /// recording an outcome, leaving `file` at the destination with the given attributes
+    /// (`$JOB` in a value: the job's id).
     func run(file: Data?, attributes: [String: String], checkpoint: Checkpoint? = nil) async throws -> Run {
         try await withServer { server in
             try await withFolder { folder in
@@ -49,6 +50,7 @@ import Testing
                 if let file {
                     try file.write(to: destination)
                     for (name, value) in attributes {
+                        let value = value.replacingOccurrences(of: "$JOB", with: "\(claimed.lease.job)")
                         #expect(setxattr(destination.path, name, value, value.utf8.count, 0) == 0)
                     }
                 }
@@ -84,10 +86,10 @@ import Testing
     }
 
     static let validator = "user.curlqueue.validator"
-    static let boot = "user.curlqueue.boot"
+    static let finished = "user.curlqueue.finished"
 
     @Test func aFileFinishedInThisBootIsConfirmedNotFetchedAgain() async throws {
-        let run = try await run(file: Self.expected, attributes: [Self.validator: "\"v1\"", Self.boot: "boot-now"])
+        let run = try await run(file: Self.expected, attributes: [Self.validator: "\"v1\"", Self.finished: "boot-now $JOB"])
         #expect(run.range == "bytes=\(Self.total)-", "asked only for what lies past the file's end")
         #expect(run.ifRange == "\"v1\"")
         #expect((run.bytesReceived ?? .max) < 1024, "the 416's text only, \(String(describing: run.bytesReceived)) bytes")
@@ -98,12 +100,12 @@ import Testing
         #expect(run.attributes.isEmpty, "the recorded file carries no attribute of ours: \(run.attributes)")
     }
 
-    @Test func aFileOfAnAttemptCheckpointedInThisBootIsConfirmed() async throws {
-        // Killed before the worker marked the file with its boot: the checkpoint vouches for it.
+    @Test func anUnmarkedFileIsFetchedWholeEvenWithACheckpointOfThisBoot() async throws {
+        // A checkpoint vouches for the job's `.part`, not for whatever stands at its destination.
         let checkpoint = Checkpoint(bytes: 100_000, validator: "\"v1\"", node: WorkerInfo.localNode, bootID: "boot-now")
         let run = try await run(file: Self.expected, attributes: [Self.validator: "\"v1\""], checkpoint: checkpoint)
-        #expect(run.range == "bytes=\(Self.total)-")
-        #expect((run.bytesReceived ?? .max) < 1024)
+        #expect(run.range == nil)
+        #expect(run.bytesReceived == Int64(Self.total))
         #expect(run.file == Self.expected)
         #expect(run.record?.state == .completed)
     }
@@ -112,24 +114,24 @@ import Testing
         // A power loss may have come between its writes and the disk: its bytes are not trusted.
         var damaged = Self.expected
         damaged[Self.total - 10] ^= 0xFF
-        let checkpoint = Checkpoint(bytes: 100_000, validator: "\"v1\"", node: WorkerInfo.localNode, bootID: "boot-before")
-        let run = try await run(file: damaged, attributes: [Self.validator: "\"v1\"", Self.boot: "boot-before"], checkpoint: checkpoint)
+        let run = try await run(file: damaged, attributes: [Self.validator: "\"v1\"", Self.finished: "boot-before $JOB"])
         #expect(run.range == nil, "no resume: \(run.range ?? "")")
         #expect(run.bytesReceived == Int64(Self.total))
         #expect(run.file == Self.expected)
         #expect(run.attributes.isEmpty)
     }
 
-    @Test func aFileOfAnotherNodesCheckpointIsFetchedWhole() async throws {
-        let checkpoint = Checkpoint(bytes: 100_000, validator: "\"v1\"", node: "another-node", bootID: "boot-now")
-        let run = try await run(file: Self.expected, attributes: [Self.validator: "\"v1\""], checkpoint: checkpoint)
+    @Test func anotherJobsFileIsNotTaken() async throws {
+        // Another job with this destination, marked in this boot: its file, not this job's.
+        let run = try await run(file: Self.expected, attributes: [Self.validator: "\"v1\"", Self.finished: "boot-now 999999"])
         #expect(run.range == nil)
+        #expect(run.bytesReceived == Int64(Self.total))
         #expect(run.file == Self.expected)
     }
 
     @Test func aFileWithoutAValidatorIsNotTakenForOne() async throws {
-        // The user's file, or one whose outcome was recorded: replaced by the download, not resumed.
-        let run = try await run(file: Data("the user's own bytes".utf8), attributes: [Self.boot: "boot-now"])
+        // A server that sent no validator: nothing for If-Range; replaced by the download.
+        let run = try await run(file: Data("other bytes".utf8), attributes: [Self.finished: "boot-now $JOB"])
         #expect(run.range == nil)
         #expect(run.file == Self.expected)
         #expect(run.record?.state == .completed)
@@ -139,12 +141,53 @@ import Testing
         // Finished in this boot with validator "v0"; the server's is now "v1": a 200, whole.
         var old = Self.expected
         old[5] ^= 0xFF
-        let run = try await run(file: old, attributes: [Self.validator: "\"v0\"", Self.boot: "boot-now"])
+        let run = try await run(file: old, attributes: [Self.validator: "\"v0\"", Self.finished: "boot-now $JOB"])
         #expect(run.range == "bytes=\(Self.total)-")
         #expect(run.ifRange == "\"v0\"")
         #expect(run.bytesReceived == Int64(Self.total), "the new version, whole")
         #expect(run.file == Self.expected, "no byte of the old version stays")
         #expect(run.attributes.isEmpty)
+    }
+
+    /// What stands at the destination is never taken when it is not a marked regular file of
+    /// its own with no `.part` beside it: the worker's check, called as a claim calls it.
+    @Test func onlyAMarkedFileOfItsOwnWithNoPartIsTaken() async throws {
+        try await withFolder { folder in
+            var configuration = DurableWorker.Configuration(folder: folder)
+            configuration.bootID = "boot-now"
+            let worker = DurableWorker(store: try SQLiteJobStore(path: folder.appendingPathComponent("jobs.sqlite").path),
+                                       requestQueue: RequestQueue(), configuration: configuration)
+            func marked(_ name: String) throws -> URL {
+                let url = folder.appendingPathComponent(name)
+                try Data("whole".utf8).write(to: url)
+                for (attribute, value) in [(Self.validator, "\"v1\""), (Self.finished, "boot-now 7")] {
+                    #expect(setxattr(url.path, attribute, value, value.utf8.count, 0) == 0)
+                }
+                return url
+            }
+            // A `.part` already there (another attempt's bytes): neither is touched.
+            let withPart = try marked("a.bin")
+            try Data("part".utf8).write(to: part(withPart))
+            #expect(!worker.reclaimUnrecordedFile(withPart.path, job: 7))
+            #expect(try Data(contentsOf: part(withPart)) == Data("part".utf8))
+            #expect(FileManager.default.fileExists(atPath: withPart.path))
+            // A symbolic link to a marked file: not followed.
+            let target = try marked("target.bin")
+            let link = folder.appendingPathComponent("link.bin")
+            try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+            #expect(!worker.reclaimUnrecordedFile(link.path, job: 7))
+            #expect(!FileManager.default.fileExists(atPath: part(link).path))
+            // A file with a second name elsewhere: its `.part` could write through to that name.
+            let linked = try marked("linked.bin")
+            #expect(Glibc.link(linked.path, folder.appendingPathComponent("elsewhere").path) == 0)
+            #expect(!worker.reclaimUnrecordedFile(linked.path, job: 7))
+            // The marked file of job 7, alone: taken, mark gone, validator kept for If-Range.
+            let mine = try marked("mine.bin")
+            #expect(!worker.reclaimUnrecordedFile(mine.path, job: 8), "another job's")
+            #expect(worker.reclaimUnrecordedFile(mine.path, job: 7))
+            #expect(!FileManager.default.fileExists(atPath: mine.path))
+            #expect(Self.attributeNames(part(mine).path) == [Self.validator])
+        }
     }
 
     @Test func aFreshDownloadEndsWithNoAttributeOnItsFile() async throws {
@@ -155,7 +198,7 @@ import Testing
         #expect(run.attributes.isEmpty, "\(run.attributes)")
     }
 
-    @Test func aFinishedFileCarriesItsValidatorAndBootOnlyUntilItsOutcomeIsRecorded() async throws {
+    @Test func aFinishedFileCarriesItsValidatorAndMarkOnlyUntilItsOutcomeIsRecorded() async throws {
         try await withServer { server in
             try await withFolder { folder in
                 let store = FinishGatedStore(try SQLiteJobStore(path: folder.appendingPathComponent("jobs.sqlite").path))
@@ -172,10 +215,11 @@ import Testing
                 _ = await entered.next()
                 // The window a kill -9 may hit: renamed into place, flushed, not yet recorded.
                 let path = files.appendingPathComponent("f.bin").path
+                let job = try #require(try await store.jobs(JobFilter()).first).id
                 var value = [UInt8](repeating: 0, count: 64)
-                let count = getxattr(path, Self.boot, &value, value.count)
-                #expect(count > 0 && String(decoding: value.prefix(max(count, 0)), as: UTF8.self) == "boot-now")
-                #expect(Set(Self.attributeNames(path)) == [Self.validator, Self.boot])
+                let count = getxattr(path, Self.finished, &value, value.count)
+                #expect(count > 0 && String(decoding: value.prefix(max(count, 0)), as: UTF8.self) == "boot-now \(job)")
+                #expect(Set(Self.attributeNames(path)) == [Self.validator, Self.finished])
                 store.proceed.yield()
                 try await running.value
                 #expect(try Data(contentsOf: files.appendingPathComponent("f.bin")) == Self.expected)

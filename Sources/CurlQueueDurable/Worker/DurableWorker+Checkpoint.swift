@@ -19,6 +19,14 @@ extension DurableWorker {
         return id.isEmpty ? nil : id
     }()
 
+    /// When this boot began: `btime` of `/proc/stat`, nil where there is none.
+    static let currentBootTime: Date? = {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
+              let seconds = TimeInterval(line.dropFirst(6).trimmingCharacters(in: .whitespaces)) else { return nil }
+        return Date(timeIntervalSince1970: seconds)
+    }()
+
     static var log: Logger { Logger(label: "CurlQueueDurable") }
 
     /// ``checkpoints(_:)`` on a thread of its own: an `fsync` may wait for the disk, and must
@@ -70,13 +78,21 @@ extension DurableWorker {
     /// or a size its data never had). Bytes past the checkpoint's are not trusted: a longer `.part`
     /// is truncated to them; a shorter one is resumed as it is. A `.part` whose validator is not
     /// the checkpoint's (gone, or another response's) is removed, as its bytes cannot be vouched
-    /// for. In the same boot nothing is done: the page cache holds every byte a killed process
-    /// wrote. A `.part` another transfer holds locked, or that is not a regular file of its own,
-    /// is left to the core, which never resumes those.
+    /// for. With no checkpoint of a boot (a download shorter than a heartbeat), a `.part` last
+    /// written before this boot began is removed: nothing vouches for any of its bytes. In the
+    /// same boot nothing is done: the page cache holds every byte a killed process wrote. A
+    /// `.part` another transfer holds locked, or that is not a regular file of its own, is left
+    /// to the core, which never resumes those.
     @discardableResult
     func checkPartAfterReboot(_ part: String, checkpoint: Checkpoint?, job: JobID) -> PartAfterReboot {
-        guard let checkpoint, checkpoint.node == configuration.node,
-              let then = checkpoint.bootID, let now = configuration.bootID, then != now else { return .kept }
+        let vouched = checkpoint.flatMap { $0.bootID == nil ? nil : $0 }
+        if let vouched {
+            guard vouched.node == configuration.node, let then = vouched.bootID, let now = configuration.bootID, then != now else {
+                return .kept
+            }
+        } else if configuration.bootTime == nil {
+            return .kept
+        }
         let fd = open(part, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return .kept }
         defer { _ = close(fd) }
@@ -84,12 +100,20 @@ extension DurableWorker {
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1,
               flock(fd, LOCK_EX | LOCK_NB) == 0 else { return .kept }
         let size = Int64(info.st_size)
-        let metadata: Logger.Metadata = ["job": "\(job)", "part": "\(part)", "checkpoint": "\(checkpoint.bytes)", "size": "\(size)"]
         // Removes the name only while it is still the file opened (nothing else took it meanwhile).
         func remove() {
             var named = stat()
             if lstat(part, &named) == 0, named.st_dev == info.st_dev, named.st_ino == info.st_ino { unlink(part) }
         }
+        guard let checkpoint = vouched else {
+            let written = Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec) + TimeInterval(info.st_mtim.tv_nsec) / 1e9)
+            guard let bootTime = configuration.bootTime, written < bootTime else { return .kept }
+            remove()
+            Self.log.notice("after a reboot: .part with no checkpoint of a boot removed, its bytes cannot be vouched for",
+                            metadata: ["job": "\(job)", "part": "\(part)", "size": "\(size)"])
+            return .discarded
+        }
+        let metadata: Logger.Metadata = ["job": "\(job)", "part": "\(part)", "checkpoint": "\(checkpoint.bytes)", "size": "\(size)"]
         if Self.attribute(Self.validatorAttribute, of: fd) != checkpoint.validator {
             remove()
             Self.log.notice("after a reboot: .part removed, its validator is not its checkpoint's", metadata: metadata)

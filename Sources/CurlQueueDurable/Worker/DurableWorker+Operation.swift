@@ -42,7 +42,7 @@ extension DurableWorker {
             }
             if request.resume {
                 request.keepsValidatorOnFile = true  // until the outcome is recorded
-                if !reclaimUnrecordedFile(destination.path, checkpoint: record.checkpoint, job: id) {
+                if !reclaimUnrecordedFile(destination.path, job: id) {
                     checkPartAfterReboot(destination.path + ".part", checkpoint: record.checkpoint, job: id)
                 }
             }
@@ -55,7 +55,7 @@ extension DurableWorker {
             let outcome = Self.outcome(of: result, job: record, now: Date(), random: .random(in: 0..<1))
             let response = try? result.get()
             if let file = response?.fileURL {
-                if case .completed = outcome { Self.markFinished(file, bootID: bootID) }
+                if case .completed = outcome { Self.markFinished(file, bootID: bootID, job: id) }
                 Task {
                     let checked = Self.verified(outcome, file: file, digests: response?.fileDigests ?? [:], job: record,
                                                 now: Date(), random: .random(in: 0..<1))

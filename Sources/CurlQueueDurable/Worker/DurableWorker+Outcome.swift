@@ -1,6 +1,11 @@
 import CurlQueue
 import HTTPTypes
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 extension DurableWorker {
     /// What an attempt's result means for the store: a retryable status or a transport
@@ -55,16 +60,22 @@ extension DurableWorker {
             let algorithm = DigestAlgorithm(rawValue: checksum.algorithm.lowercased())
         else { return outcome }
         let actual: String
+        let reason: String
         if let computed = digests[algorithm] {
             actual = computed
         } else {
             do { actual = try FileDigests.hex([algorithm], ofFileAt: file.path)[algorithm] ?? "" } catch {
-                actual = "unreadable (\(error))"
+                actual = ""
             }
         }
         if actual == checksum.hex.lowercased() { return outcome }
-        unlink(file.path)
-        let reason = "\(algorithm.rawValue) mismatch: the file's is \(actual), the job's \(checksum.hex.lowercased())"
+        if actual.isEmpty {
+            // Not read (gone, or taken by another attempt of the job): nothing of it is removed.
+            reason = "\(algorithm.rawValue) not checked: \(file.path) could not be read"
+        } else {
+            unlink(file.path)
+            reason = "\(algorithm.rawValue) mismatch: the file's is \(actual), the job's \(checksum.hex.lowercased())"
+        }
         let retry = job.spec.retry
         guard job.attempt < retry.maxAttempts else { return .failed(reason: reason) }
         return .retry(reason: reason, at: now.addingTimeInterval(retry.backoff(afterAttempt: job.attempt, random: random)))
@@ -78,11 +89,18 @@ extension DurableWorker {
     /// Flushes a finished download and its folder's entry to disk, before `finish` records
     /// it: a completion in the store never names a file a power loss can take back.
     static func flush(_ url: URL) {
-        for path in [url.path, url.deletingLastPathComponent().path] {
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { continue }
-            fsync(descriptor)
-            close(descriptor)
-        }
+        for path in [url.path, url.deletingLastPathComponent().path] { flush(path: path) }
+    }
+
+    /// Flushes the folder entry of `path` (a rename or unlink in it) to disk.
+    static func flushFolder(of path: String) {
+        flush(path: URL(fileURLWithPath: path).deletingLastPathComponent().path)
+    }
+
+    private static func flush(path: String) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = fsync(descriptor)
+        close(descriptor)
     }
 }

@@ -41,6 +41,8 @@ public final class DurableWorker: Sendable {
         /// This boot of the machine (`/proc/sys/kernel/random/boot_id`), kept in checkpoints;
         /// internal so that a test can play a reboot.
         var bootID: String? = DurableWorker.currentBootID
+        /// When this boot began (`btime` of `/proc/stat`); internal so that a test can play a reboot.
+        var bootTime: Date? = DurableWorker.currentBootTime
         /// The defaults, downloading under `folder`.
         public init(folder: URL) { self.folder = folder }
     }
@@ -259,6 +261,8 @@ public final class DurableWorker: Sendable {
                         }
                         let context = DurableJob(record: job.record, outcome: outcome, response: response, fileURL: fileURL)
                         group.addTask {
+                            // Recorded: the file is the user's (also when a rescue runs this handler).
+                            if let fileURL { Self.forgetFinished(fileURL) }
                             try? await handler(context)
                             continuation.yield(.handlerReturned(id))
                         }
