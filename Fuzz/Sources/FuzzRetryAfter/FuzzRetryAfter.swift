@@ -66,7 +66,8 @@ private let calendar: Calendar = {
     return calendar
 }()
 
-/// `date` as IMF-fixdate and asctime, and as RFC 850 when its year has two digits' worth.
+/// `date` as IMF-fixdate and asctime, and as RFC 850 when its two-digit year reads back as
+/// itself: libcurl takes 71 to 99 as 19xx and 00 to 70 as 20xx (so "70" is 2070, not 1970).
 private func writtenBack(_ date: Date) -> [String] {
     let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .weekday], from: date)
     let (year, day) = (parts.year!, parts.day!)
@@ -77,7 +78,7 @@ private func writtenBack(_ date: Date) -> [String] {
         "\(weekday.prefix(3)), \(pad(day, 2)) \(month) \(pad(year, 4)) \(time) GMT",
         "\(weekday.prefix(3)) \(month) \(day < 10 ? " " : "")\(day) \(time) \(year)",
     ]
-    if (1970...2069).contains(year) {
+    if (1971...2070).contains(year) {
         forms.append("\(weekday), \(pad(day, 2))-\(month)-\(pad(year % 100, 2)) \(time) GMT")
     }
     return forms
