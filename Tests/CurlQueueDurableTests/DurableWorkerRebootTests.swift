@@ -22,15 +22,9 @@ import Testing
                 let files = folder.appendingPathComponent("files")
                 try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
                 let path = "/bytes/\(Self.total)"
-                _ = try await store.enqueue([JobSpec(kind: "download", request: JobRequest(url: server.baseURL + path, destination: "f.bin"))],
-                                            queue: "default", order: .fifo)
                 // The worker before the power loss: claimed, checkpointed, gone (released here).
-                let before = WorkerInfo(node: WorkerInfo.localNode, pid: 1)
-                try await store.register(before)
-                let claimed = try #require(try await store.claim(queue: "default", kinds: ["download"], limit: 1, worker: before.id).first)
                 let checkpoint = Checkpoint(bytes: Int64(Self.checkpointed), node: WorkerInfo.localNode, bootID: checkpointBoot)
-                _ = try await store.heartbeat(before.id, checkpoints: [claimed.lease.job: checkpoint])
-                try await store.release([claimed.lease])
+                _ = try await store.enqueueAbandonedDownload(url: server.baseURL + path, destination: "f.bin", checkpoint: checkpoint)
                 try part.write(to: files.appendingPathComponent("f.bin.part"))
 
                 var configuration = DurableWorker.Configuration(folder: files)

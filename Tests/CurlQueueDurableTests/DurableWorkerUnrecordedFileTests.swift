@@ -38,19 +38,13 @@ import Testing
                 let files = folder.appendingPathComponent("files")
                 try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
                 let path = "/bytes/\(Self.total)"
-                _ = try await store.enqueue(
-                    [JobSpec(kind: "download", request: JobRequest(url: server.baseURL + path + "?etag=v1", destination: "f.bin"))],
-                    queue: "default", order: .fifo)
-                let before = WorkerInfo(node: WorkerInfo.localNode, pid: 1)
-                try await store.register(before)
-                let claimed = try #require(try await store.claim(queue: "default", kinds: ["download"], limit: 1, worker: before.id).first)
-                if let checkpoint { _ = try await store.heartbeat(before.id, checkpoints: [claimed.lease.job: checkpoint]) }
-                try await store.release([claimed.lease])
+                let job = try await store.enqueueAbandonedDownload(
+                    url: server.baseURL + path + "?etag=v1", destination: "f.bin", checkpoint: checkpoint)
                 let destination = files.appendingPathComponent("f.bin")
                 if let file {
                     try file.write(to: destination)
                     for (name, value) in attributes {
-                        let value = value.replacingOccurrences(of: "$JOB", with: "\(claimed.lease.job)")
+                        let value = value.replacingOccurrences(of: "$JOB", with: "\(job)")
                         #expect(setxattr(destination.path, name, value, value.utf8.count, 0) == 0)
                     }
                 }
