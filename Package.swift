@@ -14,6 +14,9 @@ let package = Package(
         // HTTPClient, middleware, JSON, response cache, OAuth2: built on the core's public API.
         .library(name: "CurlQueueClient", targets: ["CurlQueueClient"]),
         .executable(name: "curlq", targets: ["curlq"]),
+        // What a download means above the core: failure kinds and their words, shared by
+        // `curlq get`, the durable worker and programs that embed a batch downloader.
+        .library(name: "CurlQueueDownloads", targets: ["CurlQueueDownloads"]),
         // Durable jobs: the job model, the store protocol and the worker (no store in it).
         .library(name: "CurlQueueDurable", targets: ["CurlQueueDurable"]),
         // The durable job store on one SQLite file (the system libsqlite3).
@@ -96,9 +99,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "CurlQueueDownloads",
+            dependencies: ["CurlQueue"],
+            swiftSettings: strict
+        ),
+        .target(
             name: "CurlQueueDurable",
             dependencies: [
-                "CurlQueue", .product(name: "HTTPTypes", package: "swift-http-types"),
+                "CurlQueue", "CurlQueueDownloads", .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -137,6 +145,7 @@ let package = Package(
             dependencies: [
                 "CurlQueue",
                 "CurlQueueDemoServer",
+                "CurlQueueDownloads",
                 "CurlQueueDurable",
                 "CurlQueuePostgres",
                 "CurlQueueSQLite",
@@ -212,7 +221,9 @@ let package = Package(
             name: "CurlQueueDurableTests",
             dependencies: [
                 "CurlQueue",
+                "CurlQueueDownloads",
                 "CurlQueueDurable",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 "CurlQueueSQLite",
                 "CurlQueueDurableTestSupport",
                 "CurlQueueTestHelpers",

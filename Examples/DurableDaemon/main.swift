@@ -39,7 +39,7 @@ let handled = Locked(0)
 worker.register(kind: "download") { job in
     switch job.outcome {
     case .completed(let result): print("job \(job.record.id): HTTP \(result.status), \(result.bytes) bytes -> \(result.file ?? "memory")")
-    case .failed(let reason), .cancelled(let reason), .retry(let reason, _): print("job \(job.record.id): \(reason)")
+    case .failed(let reason, _), .cancelled(let reason), .retry(let reason, _, _): print("job \(job.record.id): \(reason)")
     }
     if handled.withLock({ $0 += 1; return $0 }) == jobs.count { worker.stop() }
 }

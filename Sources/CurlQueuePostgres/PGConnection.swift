@@ -61,6 +61,14 @@ final class PGConnection {
 
     /// Checks that `conninfo` parses (libpq's own parser, so exactly what a connect accepts)
     /// and that its ports are numbers, without connecting; throws `.invalidURL` with the reason.
+    /// libpq's connection options that take one of a few words (PostgreSQL 15's documentation).
+    static let enumeratedOptions: [String: Set<String>] = [
+        "sslmode": ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"],
+        "gssencmode": ["disable", "prefer", "require"],
+        "target_session_attrs": ["any", "read-write", "read-only", "primary", "standby", "prefer-standby"],
+        "load_balance_hosts": ["disable", "random"],
+    ]
+
     static func validate(conninfo: String) throws(PostgresStoreError) {
         var reason: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(conninfo, &reason) else {
@@ -73,6 +81,14 @@ final class PGConnection {
         // reports it as a failed connection. A port is a number: say so now.
         var option = options
         while let keyword = option.pointee.keyword {
+            // Options whose values libpq checks only when it connects, reported then as an
+            // unreachable server: a mistyped value is the command line's mistake (exit 2).
+            if let allowed = enumeratedOptions[String(cString: keyword)], let value = option.pointee.val,
+               !allowed.contains(String(cString: value)) {
+                throw PostgresStoreError(
+                    kind: .invalidURL,
+                    message: "\(String(cString: keyword))=\(String(cString: value)) is not one of \(allowed.sorted().joined(separator: ", "))")
+            }
             if String(cString: keyword) == "port", let value = option.pointee.val {
                 let ports = String(cString: value)
                 for port in ports.split(separator: ",", omittingEmptySubsequences: false) where !port.isEmpty {

@@ -194,14 +194,14 @@ public final class PostgresJobStore: JobStore {
         switch outcome {
         case .completed:
             (statement, parameters) = (SQL.finish, [id, token, "completed", json, nil])
-        case .failed(let reason):
+        case .failed(let reason, _):
             (statement, parameters) = (SQL.finish, [id, token, "failed", json, reason])
         case .cancelled(let reason):
             (statement, parameters) = (SQL.finish, [id, token, "cancelled", json, reason])
-        case .retry(let reason, let at):
+        case .retry(let reason, let at, let kind):
             // The date becomes a delay from the database's now(): the worker's clock only
             // measures the backoff, it never places it.
-            let failed = try Self.encode(JobOutcome.failed(reason: reason))
+            let failed = try Self.encode(JobOutcome.failed(reason: reason, kind: kind))
             (statement, parameters) = (SQL.retry, [id, token, reason, String(at.timeIntervalSinceNow), failed])
         }
         return try await fenced(statement, parameters, check: SQL.wroteWithToken, id: id, token: token)

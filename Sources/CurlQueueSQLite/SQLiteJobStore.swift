@@ -71,6 +71,7 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
     }
 
     private static func prepare(_ connection: SQLiteConnection, options: Options) throws {
+        try refuseForeignDatabase(connection)
         // journal_mode=WAL needs a moment alone with the file, and SQLite does not call the busy
         // handler for it: try again a bounded number of times while another process holds it.
         var attempt = 0
@@ -93,6 +94,17 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
             }
             try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
         }
+    }
+
+    /// Throws, changing nothing, when the file holds tables of another application and none
+    /// of a store: its tables are never mixed with a database that is not a store's.
+    private static func refuseForeignDatabase(_ connection: SQLiteConnection) throws {
+        let tables = try connection.query(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+            .compactMap { $0.text(0) }
+        guard !tables.isEmpty, !tables.contains("cq_job") else { return }
+        let shown = tables.sorted().prefix(5).joined(separator: ", ") + (tables.count > 5 ? ", …" : "")
+        throw SQLiteError(code: 1, message: "not a curlq job store: the database holds other tables (\(shown)); nothing was changed")
     }
 
     deinit {
@@ -302,14 +314,14 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
                     rows = try store.connection.query(
                         "UPDATE cq_job SET state = 'completed', outcome = ?, finalized_at = ?, last_error = NULL \(fenced)",
                         [.blob(json), .integer(now)] + fence)
-                case .failed(let reason), .cancelled(let reason):
+                case .failed(let reason, _), .cancelled(let reason):
                     let state = if case .failed = outcome { "failed" } else { "cancelled" }
                     rows = try store.connection.query(
                         "UPDATE cq_job SET state = ?, outcome = ?, finalized_at = ?, last_error = ? \(fenced)",
                         [.text(state), .blob(json), .integer(now), .text(reason)] + fence)
-                case .retry(let reason, let at):
+                case .retry(let reason, let at, let kind):
                     let runAt = Self.milliseconds(at)
-                    let failed = try store.encoder.encode(JobOutcome.failed(reason: reason))
+                    let failed = try store.encoder.encode(JobOutcome.failed(reason: reason, kind: kind))
                     rows = try store.connection.query(
                         """
                         UPDATE cq_job SET

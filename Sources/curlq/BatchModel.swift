@@ -1,3 +1,4 @@
+import CurlQueueDownloads
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -50,32 +51,7 @@ struct FileResult: Sendable {
     var nameFromServer = false
 
     /// `--json`'s `errorKind`: what a script needs to tell a 404 from a network outage.
-    enum ErrorKind: String, Sendable {
-        /// The server answered with an error status (`status` says which).
-        case http
-        /// The host name does not resolve.
-        case dns
-        /// No connection could be made (refused, unreachable, or --connect-timeout).
-        case connect
-        /// The connection broke, or the server closed it without an answer.
-        case network
-        /// No byte moved for --stall-timeout.
-        case stall
-        /// --max-file-time, or another time limit.
-        case timeout
-        /// TLS: handshake, certificate, pinned key.
-        case tls
-        /// The file's checksum does not match.
-        case checksum
-        /// The file already there is not complete (--overwrite replaces it).
-        case existingFile = "existing-file"
-        /// A local file or folder problem (cannot write, a symbolic link or folder in the way).
-        case file
-        /// Stopped by a signal before it completed.
-        case interrupted
-        /// Anything else (libcurl's message says what).
-        case other
-    }
+    typealias ErrorKind = DownloadFailureKind
 }
 
 /// The outcome of a whole batch.

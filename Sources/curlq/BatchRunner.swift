@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueDownloads
 import Dispatch
 import Foundation
 import Synchronization
@@ -365,7 +366,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             } else {
                 let tries = response.attempts > 1 ? " (after \(response.attempts) attempts)" : ""
                 finalize(index, outcome: .failed, status: status, attempts: response.attempts,
-                         error: "HTTP \(status)\(Self.reasonPhrases[status].map { " " + $0 } ?? "")\(tries)")
+                         error: ErrorWords.status(status) + tries)
             }
         case .failure(.cancelled) where live.timedOut:
             finalize(index, outcome: .failed, status: nil, attempts: attempts, kind: .timeout,
@@ -691,7 +692,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
                 downloaded(job, status: status, attempts: state.tries, digests: response.fileDigests, proposed: proposed)
                 return
             }
-            let reason = "HTTP \(status)\(Self.reasonPhrases[status].map { " " + $0 } ?? "")"
+            let reason = ErrorWords.status(status)
             if MirrorRules.otherMirrorMayFix(status: status, retryHTTP: options.retryHTTP) {
                 mirrorFailed(index, reason: reason, kind: .http, status: status)
             } else {
@@ -785,18 +786,4 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     static func seconds(_ value: Double) -> String {
         value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
     }
-
-    static let reasonPhrases: [Int: String] = [
-        300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other", 304: "Not Modified",
-        307: "Temporary Redirect", 308: "Permanent Redirect", 400: "Bad Request", 401: "Unauthorized",
-        402: "Payment Required", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-        406: "Not Acceptable", 407: "Proxy Authentication Required", 408: "Request Timeout", 409: "Conflict",
-        410: "Gone", 411: "Length Required", 412: "Precondition Failed", 413: "Content Too Large",
-        414: "URI Too Long", 415: "Unsupported Media Type", 416: "Range Not Satisfiable", 418: "I'm a teapot",
-        421: "Misdirected Request", 422: "Unprocessable Content", 425: "Too Early", 426: "Upgrade Required",
-        428: "Precondition Required", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
-        451: "Unavailable For Legal Reasons", 500: "Internal Server Error", 501: "Not Implemented",
-        502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
-        505: "HTTP Version Not Supported", 507: "Insufficient Storage", 511: "Network Authentication Required",
-    ]
 }

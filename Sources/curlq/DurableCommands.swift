@@ -20,8 +20,11 @@ struct StoreOptions: ParsableArguments {
     /// Opens the store, runs `body` with it, and closes it. A PostgreSQL store that cannot be
     /// reached, or fails later, is a `StoreFailure` (exit 1); a malformed URL a `UsageError`
     /// (exit 2). No message shows the URL's password.
-    func withStore<T>(_ body: (any JobStore) async throws -> T) async throws -> T {
-        guard isPostgres else { return try await body(try openSQLite()) }
+    ///
+    /// `mustExist` (status, cancel): an SQLite file that is not there is a usage error, and
+    /// nothing is created.
+    func withStore<T>(mustExist: Bool = false, _ body: (any JobStore) async throws -> T) async throws -> T {
+        guard isPostgres else { return try await body(try openSQLite(mustExist: mustExist)) }
         let secret = StoreURL(store)
         let opened: PostgresJobStore
         do {
@@ -44,9 +47,12 @@ struct StoreOptions: ParsableArguments {
         }
     }
 
-    private func openSQLite() throws -> SQLiteJobStore {
+    private func openSQLite(mustExist: Bool) throws -> SQLiteJobStore {
         let path = store.hasPrefix("sqlite:") ? String(store.dropFirst("sqlite:".count)) : store
         guard !path.isEmpty else { throw UsageError("--store needs a path: sqlite:PATH") }
+        if mustExist, FileKind.of(path) == .missing {
+            throw UsageError("there is no store at \(quoted(path)) (nothing was created); check the path, or enqueue to create it")
+        }
         do {
             return try SQLiteJobStore(path: path)
         } catch {
@@ -103,11 +109,15 @@ struct EnqueueCommand: AsyncParsableCommand {
         discussion: """
             EXAMPLES:
               curlq enqueue --store sqlite:jobs.db https://example.org/a.iso
-              curlq enqueue --store sqlite:jobs.db -i urls.txt --priority high
+              curlq enqueue --store sqlite:jobs.db -i urls.txt --priority high -H 'Accept: application/octet-stream'
 
             Each job downloads into the daemon's folder (-d of 'curlq daemon') under out= or the \
-            URL's last path segment, made safe. Authorization, Cookie and Proxy-Authorization \
-            headers are refused: they would be stored in the clear.
+            URL's last path segment, made safe. The store holds no secret: a URL with a user or \
+            password, a secret query parameter (token=, key=, sig=, …) and secret header fields \
+            (Authorization, Cookie, X-Api-Key, …) are refused; give credentials to the daemon \
+            (-u, --netrc, -b), which sends them only to the origin they are for. A signed URL \
+            whose signature is its query may be stored with --allow-secret-query: every output \
+            still hides it.
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -119,6 +129,10 @@ struct EnqueueCommand: AsyncParsableCommand {
             help: ArgumentHelp("Read URLs and their options from FILE ('-' for standard input). Repeatable.", valueName: "FILE"))
     var inputs: [String] = []
 
+    @Option(name: [.customShort("H"), .customLong("header")],
+            help: ArgumentHelp("A header for every job, 'Name: value' (no secret ones). Repeatable; an input file's header= overrides it.", valueName: "HEADER"))
+    var headers: [String] = []
+
     @Option(help: ArgumentHelp("The priority of jobs with none of their own: high, normal or low.", valueName: "PRIORITY"))
     var priority: String = "normal"
 
@@ -128,8 +142,27 @@ struct EnqueueCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("An equal job already queued: replace (cancel it), skip (keep it) or allow (both).", valueName: "POLICY"))
     var duplicates: String = "replace"
 
-    @Option(help: ArgumentHelp("Attempts per job, the first included.", valueName: "N"))
-    var attempts: Int = 5
+    @Option(help: ArgumentHelp("Retries after the first attempt, as get's --retries (default 4: five attempts).", valueName: "N"))
+    var retries: Int?
+
+    @Option(help: ArgumentHelp("Attempts per job, the first included (the older spelling of --retries N-1).", valueName: "N"))
+    var attempts: Int?
+
+    @Flag(name: .customLong("allow-secret-query"),
+          help: "Store URLs whose query holds a secret-looking parameter (a signed URL) as they are; outputs still hide it.")
+    var allowSecretQuery = false
+
+    func validate() throws {
+        if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more, not \(retries)") }
+        if let attempts, attempts < 1 { throw ValidationError("--attempts must be at least 1, not \(attempts)") }
+        if retries != nil, attempts != nil { throw ValidationError("--retries and --attempts say the same: give one") }
+        for header in headers {
+            if case .failure(let problem) = HeaderField.parse(header) { throw ValidationError("-H \(quoted(header)): \(problem)") }
+        }
+        for url in urls {
+            if case .failure(let problem) = InputFile.validateURL(url) { throw ValidationError(problem.message) }
+        }
+    }
 
     func run() async throws {
         guard let order = JobOrder(rawValue: order) else { throw UsageError("--order must be fifo or lifo") }
@@ -141,25 +174,23 @@ struct EnqueueCommand: AsyncParsableCommand {
         case "allow": policy = .allow
         default: throw UsageError("--duplicates must be replace, skip or allow")
         }
-        guard attempts >= 1 else { throw UsageError("--attempts must be at least 1") }
+        let maxAttempts = attempts ?? (retries.map { min($0, 1_000_000) + 1 } ?? 5)
         var entries: [InputEntry] = []
         for (index, text) in urls.enumerated() {
-            guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
-                throw UsageError("argument \(index + 1): not an http(s) URL: \(text)")
-            }
+            guard case .success(let url) = InputFile.validateURL(text) else { continue }  // checked in validate()
             entries.append(InputEntry(url: url, origin: "argument \(index + 1)", priority: defaultPriority))
         }
         for input in inputs {
+            let name = input == "-" ? "standard input" : input
             let data: Data
-            do {
-                data = input == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: input))
-            } catch {
-                throw UsageError("cannot read \(input): \(error.localizedDescription)")
+            switch input == "-" || input == "/dev/stdin" ? GetCommand.readAll(STDIN_FILENO) : GetCommand.readAll(input) {
+            case .success(let bytes): data = bytes
+            case .failure(let error): throw UsageError("cannot read the input file \(quoted(input)): \(error.reason)")
             }
             do {
-                entries += try InputFile.parse(data, origin: input)
+                entries += try InputFile.parse(data, origin: name)
             } catch {
-                throw UsageError("\(input): \(error)")
+                throw UsageError("\(name):\(error.line): \(error.message)")
             }
         }
         guard !entries.isEmpty else { throw UsageError("no URL to enqueue") }
@@ -168,160 +199,45 @@ struct EnqueueCommand: AsyncParsableCommand {
             throw UsageError("\(entry.origin): mirrors (TAB-separated URLs) are not supported by enqueue: a durable job "
                 + "holds one URL; give one URL per line, or use 'curlq get -i' (nothing was enqueued)")
         }
+        let global = headers.compactMap { try? HeaderField.parse($0).get() }
+        for entry in entries {
+            let fields = HeaderField.merge(global: global, own: entry.headers)
+            if let problem = StoredSecrets.problem(url: entry.url, fields: fields, allowSecretQuery: allowSecretQuery) {
+                throw UsageError("\(entry.origin): \(problem) (nothing was enqueued)")
+            }
+        }
         let specs = entries.map { entry in
             JobSpec(
                 kind: "download",
-                request: JobRequest(url: entry.url.absoluteString, headerFields: entry.headers.map { .init($0.name, $0.value) },
+                request: JobRequest(url: entry.url.absoluteString,
+                                    headerFields: HeaderField.merge(global: global, own: entry.headers).map { .init($0.name, $0.value) },
                                     destination: SafeFileName.sanitize(entry.out ?? SafeFileName.from(url: entry.url)),
                                     checksum: entry.checksum.map { .init(algorithm: $0.algorithm.rawValue, hex: $0.hex) }),
                 priority: entry.priority == .high ? .high : entry.priority == .low ? .low : .normal,
-                retry: JobRetryPolicy(maxAttempts: attempts), duplicates: policy)
+                retry: JobRetryPolicy(maxAttempts: maxAttempts), duplicates: policy)
         }
         let queue = storeOptions.queue
-        let results = try await storeOptions.withStore { store in
-            do {
-                return try await store.enqueue(specs, queue: queue, order: order)
-            } catch let error as JobSpecError {
-                throw UsageError("nothing enqueued: \(error)")
+        let results: [EnqueueResult]
+        do {
+            results = try await storeOptions.withStore { store in
+                do {
+                    return try await store.enqueue(specs, queue: queue, order: order)
+                } catch let error as JobSpecError {
+                    throw UsageError("nothing enqueued: \(error)")
+                }
             }
+        } catch let failure as StoreFailure where storeOptions.isPostgres {
+            // A connection that broke during the enqueue may have lost the reply to a commit.
+            throw StoreFailure(failure.message + (failure.message.hasPrefix("cannot open the store")
+                ? "; nothing was enqueued"
+                : "; the jobs may have been enqueued all the same (the reply to the commit may be what was lost): "
+                    + "'curlq status' shows them, and enqueueing them again replaces them (--duplicates replace)"))
         }
         for result in results {
             switch result {
             case .inserted(let id, _): Output.standardOutput("\(id)\n")
             case .skipped(let existing): Output.standardOutput("\(existing) (already queued)\n")
             }
-        }
-    }
-}
-
-/// `curlq daemon`: runs a durable worker on a store until SIGTERM or SIGINT.
-struct DaemonCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "daemon",
-        abstract: "Run the downloads of a job store, until SIGTERM or SIGINT.",
-        discussion: """
-            EXAMPLES:
-              curlq daemon --store sqlite:jobs.db -d downloads -j 8
-              curlq daemon --store postgres://cq@db.internal/jobs -d downloads
-
-            On SIGTERM or SIGINT it stops taking jobs, lets running downloads finish for up to \
-            --drain-timeout, then gives the rest back to the store with their .part files kept, \
-            and exits 0. After a crash or kill -9, the next start resumes the interrupted downloads.
-
-            On PostgreSQL any number of daemons, on any number of machines, share one queue. \
-            When the server goes away, running downloads go on and the daemon reconnects by \
-            itself (backoff 0.1 s doubling to 5 s). A password is better in ~/.pgpass or \
-            PGPASSWORD than in the URL; no message shows it. Exit 2: a bad URL; exit 1: the \
-            server cannot be reached.
-            """)
-
-    @OptionGroup var storeOptions: StoreOptions
-
-    @Option(name: [.customShort("d"), .customLong("dir")], help: ArgumentHelp("Folder to download into.", valueName: "DIR"))
-    var directory: String = "."
-
-    @Option(name: [.customShort("j"), .customLong("concurrency")], help: ArgumentHelp("Downloads at once.", valueName: "N"))
-    var concurrency: Int = 4
-
-    @Option(name: .customLong("per-host"), help: ArgumentHelp("Downloads at once to one host (0: no limit).", valueName: "N"))
-    var perHost: Int = 0
-
-    @Option(name: .customLong("drain-timeout"), help: ArgumentHelp("Seconds running downloads get to finish on a stop.", valueName: "SECONDS"))
-    var drainTimeout: Double = 30
-
-    @Flag(name: [.customShort("q"), .customLong("quiet")], help: "Print nothing but errors.")
-    var quiet = false
-
-    func run() async throws {
-        guard concurrency >= 1 else { throw UsageError("-j must be at least 1") }
-        guard perHost >= 0, drainTimeout >= 0 else { throw UsageError("--per-host and --drain-timeout cannot be negative") }
-        let folder = URL(fileURLWithPath: directory)
-        do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        } catch {
-            throw UsageError("cannot create \(directory): \(error.localizedDescription)")
-        }
-        let storeQueue = storeOptions.queue
-        try await storeOptions.withStore { store in
-            let queue = RequestQueue(maxConcurrentRequestCount: concurrency)
-            queue.maxConcurrentRequestsPerHost = perHost
-            var configuration = DurableWorker.Configuration(folder: folder)
-            configuration.queue = storeQueue
-            let worker = DurableWorker(store: store, requestQueue: queue, configuration: configuration)
-            let quiet = quiet
-            worker.register(kind: "download") { job in
-                guard !quiet else { return }
-                switch job.outcome {
-                case .completed(let result):
-                    Output.standardOutput("job \(job.record.id): HTTP \(result.status), \(result.bytes) bytes, \(result.file ?? "-")\n")
-                case .failed(let reason), .cancelled(let reason), .retry(let reason, _):
-                    Output.standardOutput("job \(job.record.id): \(reason)\n")
-                }
-            }
-            let drain = Duration.milliseconds(Int64(drainTimeout * 1000))
-            var sources: [any DispatchSourceSignal] = []
-            for number in [SIGTERM, SIGINT] {
-                signal(number, SIG_IGN)  // delivered to the dispatch source instead
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { worker.stop(drain: drain) }
-                source.resume()
-                sources.append(source)
-            }
-            do {
-                try await worker.run()
-            } catch let error as PostgresStoreError {
-                throw error  // the store's failure (exit 1), said by withStore
-            } catch {
-                throw UsageError("cannot start the worker: \(error)")
-            }
-            _ = sources
-            let left = worker.jobsLeftLeased
-            if !left.isEmpty {
-                Output.error("curlq: the store could not be reached: job\(left.count == 1 ? "" : "s") \(left.map(String.init).joined(separator: ", ")) not recorded or given back; they stay leased and run again once the store rescues them\n")
-            }
-        }
-    }
-}
-
-/// `curlq status`: the jobs of a store.
-struct StatusCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "status", abstract: "Show the jobs of a store: counts, then each job with its state and reason.")
-
-    @OptionGroup var storeOptions: StoreOptions
-
-    @Flag(help: "Print JSON: {\"counts\": {...}, \"jobs\": [{id, state, url, file, attempt, error}]}.")
-    var json = false
-
-    @Option(help: ArgumentHelp("The most jobs listed, newest first.", valueName: "N"))
-    var limit: Int = 1000
-
-    func run() async throws {
-        let (queue, limit) = (storeOptions.queue, max(0, limit))
-        let (counts, jobs) = try await storeOptions.withStore { store in
-            (try await store.counts(queue: queue), try await store.jobs(JobFilter(queue: queue, limit: limit)))
-        }
-        if json {
-            struct Row: Encodable {
-                var id: Int64, state: String, url: String, file: String?, attempt: Int, error: String?
-            }
-            struct Report: Encodable {
-                var counts: [String: Int]
-                var jobs: [Row]
-            }
-            let report = Report(
-                counts: Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }),
-                jobs: jobs.map { Row(id: $0.id, state: $0.state.rawValue, url: $0.spec.request.url,
-                                     file: $0.spec.request.destination, attempt: $0.attempt, error: $0.lastError) })
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            Output.standardOutput(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
-            return
-        }
-        Output.standardOutput(JobState.allCases.map { "\($0.rawValue) \(counts[$0] ?? 0)" }.joined(separator: ", ") + "\n")
-        for job in jobs {
-            let reason = job.lastError.map { "  (\($0))" } ?? ""
-            Output.standardOutput("\(job.id)  \(job.state.rawValue)  \(job.spec.request.url)\(reason)\n")
         }
     }
 }
@@ -340,7 +256,7 @@ struct CancelCommand: AsyncParsableCommand {
     func run() async throws {
         guard !targets.isEmpty else { throw UsageError("give the ids or URLs of the jobs to cancel") }
         let (queue, targets) = (storeOptions.queue, targets)
-        let (cancelled, requested) = try await storeOptions.withStore { store in
+        let (cancelled, requested) = try await storeOptions.withStore(mustExist: true) { store in
             var cancelled: [JobID] = []
             var requested: [JobID] = []
             for target in targets {

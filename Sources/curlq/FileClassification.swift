@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueDownloads
 import Foundation
 
 extension BatchRunner {
@@ -30,23 +31,5 @@ extension BatchRunner {
 
 extension ErrorWords {
     /// The kind of a transfer's failure, for `--json`'s `errorKind`.
-    static func kind(_ error: RequestError) -> FileResult.ErrorKind {
-        switch error {
-        case .cancelled: return .interrupted
-        case .invalidRequest: return .other
-        case .fileSystem: return .file
-        case .timedOut(let failure), .transport(let failure):
-            switch failure.code {
-            case .couldNotResolveHost, .couldNotResolveProxy: return .dns
-            case .couldNotConnect: return .connect
-            case .operationTimedOut:
-                if failure.message.hasPrefix("no byte moved") { return .stall }
-                return failure.message.localizedCaseInsensitiveContains("connect") ? .connect : .timeout
-            case .gotNothing, .partialFile, .recvError, .sendError, .weirdServerReply, .http2, .http2Stream: return .network
-            case .sslConnectError, .peerFailedVerification, .sslPinnedPublicKeyNotMatch: return .tls
-            case .writeError: return .file
-            default: return .other
-            }
-        }
-    }
+    static func kind(_ error: RequestError) -> FileResult.ErrorKind { DownloadFailureKind(error) }
 }

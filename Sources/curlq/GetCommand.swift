@@ -77,23 +77,9 @@ struct GetCommand: AsyncParsableCommand {
           help: "Name each file as its server's Content-Disposition says (filename*, else filename; made safe, base name only, in the -d folder), once it is complete and verified; without one, or for a resumed file whose 206 has none, the URL's name stays. Never replaces a file already there (that file fails, kept under the URL's name). Ignored for a file named by -o or out=. Not with --session.")
     var remoteHeaderName = false
 
-    // MARK: TLS trust (issue 22, trap 4: curl's options and environment variables)
 
-    @Option(name: .customLong("cacert"),
-            help: ArgumentHelp("PEM file of CA certificates to trust instead of the system's, as curl's --cacert (default: $CURL_CA_BUNDLE, else $SSL_CERT_FILE).", valueName: "FILE"))
-    var caCert: String?
-
-    @Option(name: .customLong("capath"),
-            help: ArgumentHelp("Folder of hashed CA certificates (c_rehash) to trust (default: $SSL_CERT_DIR).", valueName: "DIR"))
-    var caPath: String?
-
-    @Option(name: .customLong("pinnedpubkey"),
-            help: ArgumentHelp("The server's public key must match: sha256//BASE64 (several joined with ';') or a PEM/DER key file.", valueName: "KEY"))
-    var pinnedPublicKey: String?
-
-    @Flag(name: [.customShort("k"), .customLong("insecure")],
-          help: "INSECURE: accept any certificate for any host name (a warning is printed on every run). A --pinnedpubkey is still checked.")
-    var insecure = false
+    /// TLS, headers, credentials, time and speed limits: the options `curlq daemon` shares.
+    @OptionGroup(title: "Transfer options") var transfer: TransferOptions
 
     @Option(name: [.customShort("j"), .customLong("jobs")],
             help: ArgumentHelp("Transfers at once; 0 means no limit.", valueName: "N"))
@@ -113,37 +99,6 @@ struct GetCommand: AsyncParsableCommand {
             help: ArgumentHelp("HTTP statuses to retry, comma-separated, or 'none'. Retry-After is honoured.", valueName: "CODES"))
     var retryHTTP: String = "429,503"
 
-    // MARK: Time limits (issue 22, trap 1: a stall limit on by default; the whole-file limit named as such)
-
-    @Option(name: .customLong("max-file-time"),
-            help: ArgumentHelp("Most time for the whole of one file, retries and their waits included (default: none). Not a stall limit: see --stall-timeout.", valueName: "SECONDS"))
-    var timeout: Double?
-
-    @Option(name: .customLong("stall-timeout"),
-            help: ArgumentHelp("Fail an attempt when no byte has moved for this long, and retry it like a network error (default 60; 0 for none).", valueName: "SECONDS"))
-    var stallTimeout: Double = 60
-
-    @Option(name: .customLong("connect-timeout"),
-            help: ArgumentHelp("Most time to connect (default 30).", valueName: "SECONDS"))
-    var connectTimeout: Double?
-
-    // MARK: Speeds (issue 22: lowest speed as curl's --speed-limit/--speed-time; bandwidth limits; RateOptions.swift)
-
-    @Option(name: [.customLong("speed-limit"), .customLong("lowest-speed-limit")],
-            help: ArgumentHelp("Fail an attempt slower than RATE bytes/s (500K, 2M, …) for --speed-time, and retry it like a network error (default: none).", valueName: "RATE"))
-    var speedLimit: String?
-
-    @Option(name: .customLong("speed-time"),
-            help: ArgumentHelp("How long an attempt may stay below --speed-limit, as curl's.", valueName: "SECONDS"))
-    var speedTime: Double = 30
-
-    @Option(name: .customLong("limit-rate"),
-            help: ArgumentHelp("Receive each file at most RATE bytes/s: 500K, 2M, 1G (K = 1024), as curl's (default: none).", valueName: "RATE"))
-    var limitRate: String?
-
-    @Option(name: .customLong("max-overall-rate"),
-            help: ArgumentHelp("Receive at most RATE bytes/s for the whole run, all files together, as aria2's --max-overall-download-limit (default: none).", valueName: "RATE"))
-    var maxOverallRate: String?
 
     // MARK: One file over several connections (issue 22: -s/--split, SplitDownload.swift)
 
@@ -164,36 +119,14 @@ struct GetCommand: AsyncParsableCommand {
     @Flag(help: "Replace files that already exist; without it each is checked (its sha256=, else the size the server announces) and skipped as already there, or failed when incomplete.")
     var overwrite = false
 
-    @Option(name: [.customShort("H"), .customLong("header")],
-            help: ArgumentHelp("A header for every URL, 'Name: value'. Repeatable; an input file's header= overrides it.", valueName: "HEADER"))
-    var headers: [String] = []
 
     // MARK: Messages a person can act on (issue 22)
 
-    @Option(name: [.customShort("A"), .customLong("user-agent")],
-            help: ArgumentHelp("The User-Agent header to send (default \(CurlqVersion.userAgent)); '' sends none. A -H or header= User-Agent wins.", valueName: "NAME"))
-    var userAgent: String?
 
     @Flag(name: .customLong("retry-dns"),
           help: "Retry a host name that does not resolve, like a network error; without it the file fails at once, as with curl's --retry.")
     var retryDNS = false
 
-    // MARK: Credentials (issue 22: -u, --netrc, --netrc-file, -b; sent only to the origin they were given for)
-
-    @Option(name: [.customShort("u"), .customLong("user")],
-            help: ArgumentHelp("Basic authentication for every URL, 'user:password' (no prompt). Never shown; not sent past a redirect to another origin.", valueName: "USER:PASSWORD"))
-    var user: String?
-
-    @Flag(name: .customLong("netrc"), help: "Take each URL's login and password from ~/.netrc (its host's 'machine' entry, else 'default').")
-    var netrc = false
-
-    @Option(name: .customLong("netrc-file"),
-            help: ArgumentHelp("As --netrc, from FILE.", valueName: "FILE"))
-    var netrcFile: String?
-
-    @Option(name: [.customShort("b"), .customLong("cookie")],
-            help: ArgumentHelp("Cookies: a Netscape cookie file (curl -c, wget --save-cookies), or 'name=value; …' sent to every URL.", valueName: "FILE|DATA"))
-    var cookie: String?
 
     @Flag(name: .shortAndLong, help: "Print each request's and final response's head on standard error, secrets (Authorization, Cookie, Set-Cookie, tokens, URL passwords) hidden.")
     var verbose = false
@@ -226,25 +159,10 @@ struct GetCommand: AsyncParsableCommand {
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more, not \(retries)") }
         guard (1...SplitSidecar.maxRanges).contains(split) else { throw ValidationError("-s/--split must be 1 to \(SplitSidecar.maxRanges), not \(split)") }
         _ = try Self.parseStatuses(retryHTTP)
-        try validateRates()
-        guard stallTimeout.isFinite, stallTimeout >= 0, stallTimeout <= 1e9 else {
-            throw ValidationError("--stall-timeout must be a number of seconds, 0 for none, not \(stallTimeout)")
-        }
+        try transfer.validate(jobs: jobs)
         guard progressInterval.isFinite, progressInterval >= 0, progressInterval <= 1e6 else {
             throw ValidationError("--progress-interval must be a number of seconds, 0 for none, not \(progressInterval)")
         }
-        for (name, value) in [("--max-file-time", timeout), ("--connect-timeout", connectTimeout)] {
-            if let value, !(value.isFinite && value > 0 && value <= 1e9) {
-                throw ValidationError("\(name) must be a number of seconds above 0, not \(value)")
-            }
-        }
-        if let userAgent, case .failure(let problem) = HeaderField.parse("User-Agent: " + userAgent) {
-            throw ValidationError("-A/--user-agent: \(problem)")
-        }
-        for header in headers {
-            if case .failure(let problem) = HeaderField.parse(header) { throw ValidationError("-H \(quoted(header)): \(problem)") }
-        }
-        if let user, case .failure(let problem) = Credentials.parseUser(user) { throw ValidationError(problem.message) }
         for url in urls {
             if case .failure(let problem) = InputFile.validateURL(url) { throw ValidationError(problem.message) }
         }
@@ -267,7 +185,7 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (jobs, options) = try makeBatch()
-        if insecure {
+        if transfer.insecure {
             Output.error("curlq: warning: -k/--insecure: certificates are not checked; anyone on the network path can read and change these downloads\n")
         }
         let display = quiet ? SilentDisplay() : makeDisplay(progress, interval: progressInterval)
@@ -310,49 +228,25 @@ struct GetCommand: AsyncParsableCommand {
         options.order = order == .lifo ? .lastInFirstOut : .firstInFirstOut
         options.retries = retries
         options.retryHTTP = try Self.parseStatuses(retryHTTP)
-        options.timeout = timeout
-        options.stallTimeout = stallTimeout > 0 ? stallTimeout : nil
-        options.connectTimeout = connectTimeout
+        options.timeout = transfer.timeout
+        options.stallTimeout = transfer.stallTimeout > 0 ? transfer.stallTimeout : nil
+        options.connectTimeout = transfer.connectTimeout
         options.resume = resume || session != nil  // --session implies -c
         options.restart = restart
         options.overwrite = overwrite
-        options.headers = headers.compactMap { try? HeaderField.parse($0).get() }
-        options.userAgent = userAgent ?? CurlqVersion.userAgent
+        options.headers = transfer.headerFields
+        options.userAgent = transfer.userAgent ?? CurlqVersion.userAgent
         options.retryDNS = retryDNS
         options.digestEverything = json
-        options.tls = try tlsOptions(ProcessInfo.processInfo.environment)
-        try applyRates(to: &options)
-        options.credentials = try credentials(ProcessInfo.processInfo.environment)
+        options.tls = try transfer.tlsOptions(ProcessInfo.processInfo.environment)
+        try transfer.applyRates(to: &options)
+        options.credentials = try transfer.credentials(ProcessInfo.processInfo.environment)
         options.verbose = verbose
         options.split = split
         options.remoteHeaderName = remoteHeaderName
         return (BatchPlanner.plan(entries, options: options), options)
     }
 
-    /// `--cacert`, `--capath`, `--pinnedpubkey` and `-k`, with curl's environment variables as
-    /// defaults; a CA file or folder that is not there is a usage error naming where it came from.
-    func tlsOptions(_ environment: [String: String]) throws -> Request.TLSOptions {
-        func given(_ option: String?, _ name: String, _ variables: [String]) -> (String, String)? {
-            if let option { return (option, name) }
-            for variable in variables { if let value = environment[variable], !value.isEmpty { return (value, "$" + variable) } }
-            return nil
-        }
-        var tls = Request.TLSOptions(pinnedPublicKey: pinnedPublicKey)
-        if let (file, source) = given(caCert, "--cacert", ["CURL_CA_BUNDLE", "SSL_CERT_FILE"]) {
-            guard FileKind.size(file) != nil, access(file, R_OK) == 0, FileKind.of(URL(fileURLWithPath: file).resolvingSymlinksInPath().path) != .directory else {
-                throw UsageError("\(source): cannot read the CA file \(quoted(file))")
-            }
-            tls.caFile = file
-        }
-        if let (folder, source) = given(caPath, "--capath", ["SSL_CERT_DIR"]) {
-            guard FileKind.of(URL(fileURLWithPath: folder).resolvingSymlinksInPath().path) == .directory else {
-                throw UsageError("\(source): \(quoted(folder)) is not a folder")
-            }
-            tls.caDirectory = folder
-        }
-        tls.insecureSkipsVerificationForLocalTestingOnly = insecure
-        return tls
-    }
 
     /// Every URL with its options: the arguments first, then each input file in turn. All of
     /// it is read and checked before the first request.

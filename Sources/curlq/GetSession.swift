@@ -108,7 +108,7 @@ final class GetSession: @unchecked Sendable {  // safe: `leases`, `warned` are t
                 }
                 if let state = record?.state, [.scheduled, .available, .running].contains(state) { continue }
                 specs.append(JobSpec(
-                    kind: Self.kind(key), request: JobRequest(url: job.url.absoluteString, destination: job.name),
+                    kind: Self.kind(key), request: JobRequest(url: StoredSecrets.redacted(job.url), destination: job.name),
                     retry: JobRetryPolicy(maxAttempts: 1_000_000), duplicates: .skipIfPending, key: key))
             }
             if !specs.isEmpty { _ = try await store.enqueue(specs, queue: Self.queueName, order: .fifo) }

@@ -97,7 +97,7 @@ struct InputEntry: Equatable, Sendable {
 /// it (unless `out=` does); the option lines below apply to all of them. A line that starts with a space or a tab belongs to the URL above it. Blank lines and lines
 /// whose first non-blank character is `#` are skipped. Parsing is pure: no I/O.
 enum InputFile {
-    static let keys = ["out", "priority", "sha256", "sha512", "sha1", "md5", "header"]
+    static let keys = ["out", "priority", "sha256", "sha512", "sha1", "md5", "checksum", "header"]
     /// The most URLs one line may hold (a URL and its mirrors).
     static let maxMirrors = 64
 
@@ -175,12 +175,16 @@ enum InputFile {
                 throw InputProblem("priority must be high, normal or low, not \(quoted(value))")
             }
             entry.priority = priority
-        case "sha256", "sha512", "sha1", "md5":
-            let algorithm = DigestAlgorithm(rawValue: key)!
-            if let other = entry.checksum {
-                throw InputProblem("\(key)= and \(other.algorithm.rawValue)= are both given for this URL: give one checksum")
+        case "sha256", "sha512", "sha1", "md5", "checksum":
+            // aria2's spelling too: checksum=sha-256=HEX (sha-1, sha-512, md5; with or without the dash).
+            let (name, digest) = key == "checksum" ? try splitChecksum(value) : (key, value)
+            guard let algorithm = DigestAlgorithm(rawValue: name) else {
+                throw InputProblem("checksum= takes ALGORITHM=HEX with sha-256, sha-512, sha-1 or md5, not \(quoted(value))")
             }
-            entry.checksum = Checksum(algorithm: algorithm, hex: try parseDigest(value, algorithm))
+            if let other = entry.checksum {
+                throw InputProblem("\(key == "checksum" ? "checksum=" : key + "=") and \(other.algorithm.rawValue)= are both given for this URL: give one checksum")
+            }
+            entry.checksum = Checksum(algorithm: algorithm, hex: try parseDigest(digest, algorithm))
         case "header":
             switch HeaderField.parse(value) {
             case .success(let field): entry.headers.append(field)
@@ -189,6 +193,16 @@ enum InputFile {
         default:
             throw InputProblem("unknown key \(quoted(key)) (expected \(keys.joined(separator: ", ")))")
         }
+    }
+
+    /// aria2's `checksum=` value `sha-256=HEX`: the algorithm's name as ``DigestAlgorithm``
+    /// spells it (dashes dropped, lower case) and the digits.
+    static func splitChecksum(_ value: String) throws(InputProblem) -> (String, String) {
+        guard let equals = value.firstIndex(of: "=") else {
+            throw InputProblem("checksum= takes ALGORITHM=HEX (as aria2's checksum=sha-256=…), not \(quoted(value))")
+        }
+        let name = value[..<equals].lowercased().replacingOccurrences(of: "-", with: "")
+        return (name, String(value[value.index(after: equals)...]))
     }
 
     /// The digest's hexadecimal digits (64 for sha256), returned in lowercase.

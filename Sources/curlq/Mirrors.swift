@@ -1,5 +1,6 @@
 import CCurl  // <sys/xattr.h>: the source mark a .part keeps
 import CurlQueue
+import CurlQueueDownloads
 import Foundation
 #if canImport(Glibc)
 import Glibc

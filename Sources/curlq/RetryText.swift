@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueDownloads
 import Foundation
 
 /// What a retry line says: when the next try comes and why the last one failed,

@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueDownloads
 import Dispatch
 import Foundation
 #if canImport(Glibc)

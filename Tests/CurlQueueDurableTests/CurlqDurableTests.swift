@@ -1,5 +1,5 @@
 import CurlQueueDurable
-import CurlQueueSQLite
+@testable import CurlQueueSQLite
 import CurlQueueTestHelpers
 import CurlQueueTestSupport
 import Foundation
@@ -18,7 +18,10 @@ import Testing
         return try await runToEnd(process)
     }
 
+    /// `curlq status --json`; a store file that is not there (nothing was ever stored) has no jobs.
     func status(_ store: String) async throws -> [String: Any] {
+        let path = store.hasPrefix("sqlite:") ? String(store.dropFirst("sqlite:".count)) : store
+        if !store.hasPrefix("postgres"), !FileManager.default.fileExists(atPath: path) { return ["counts": [String: Int]()] }
         let output = try await curlq(["status", "--store", store, "--json"]).output
         return try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any] ?? [:]
     }
@@ -62,12 +65,12 @@ import Testing
                 kill(first.processIdentifier, SIGTERM)
                 #expect(try await exitStatus(first, timeout: .seconds(30)) == 0, "drained and exited")
                 let afterStop = try await status(store)
-                #expect(afterStop["counts"] as? [String: Int] == ["available": 2], "given back, none left running")
+                #expect(afterStop["counts"] as? [String: Int] == ["waiting": 2], "given back, none left running")
                 let jobs = afterStop["jobs"] as? [[String: Any]] ?? []
                 #expect(jobs.allSatisfy { $0["attempt"] as? Int == 0 })
 
                 let second = try startDaemon()
-                let finished = try await waitForCounts(store) { $0 == ["completed": 2] }
+                let finished = try await waitForCounts(store) { $0 == ["done": 2] }
                 kill(second.processIdentifier, SIGTERM)
                 #expect(try await exitStatus(second, timeout: .seconds(30)) == 0)
                 #expect(finished)
@@ -183,20 +186,20 @@ import Testing
                 #expect(try await curlq(["cancel", "--store", store, "3"]).output == "3 cancelled\n")
                 #expect(try await curlq(["cancel", "--store", store, urls[3]]).output == "4 cancelled\n")
                 #expect(try await curlq(["cancel", "--store", store, "3"]).status == 1, "nothing left to cancel")
-                #expect(try await status(store)["counts"] as? [String: Int] == ["available": 2, "cancelled": 2])
+                #expect(try await status(store)["counts"] as? [String: Int] == ["waiting": 2, "cancelled": 2])
 
                 let daemon = Process()
                 daemon.executableURL = Self.curlq
                 daemon.arguments = ["daemon", "--store", store, "-d", files.path, "-j", "2", "-q"]
                 try daemon.run()
-                let finished = try await waitForCounts(store) { $0 == ["completed": 2, "cancelled": 2] }
+                let finished = try await waitForCounts(store) { $0 == ["done": 2, "cancelled": 2] }
                 kill(daemon.processIdentifier, SIGTERM)
                 #expect(try await exitStatus(daemon, timeout: .seconds(30)) == 0, "drained and exited")
                 #expect(finished)
                 let report = try await status(store)
                 let jobs = report["jobs"] as? [[String: Any]] ?? []
                 #expect(jobs.count == 4)
-                for job in jobs where job["state"] as? String == "completed" {
+                for job in jobs where job["state"] as? String == "done" {
                     #expect(job["attempt"] as? Int == 1)
                 }
                 for size in [1000, 70_000] {
@@ -218,6 +221,8 @@ import Testing
             #expect(unknown.status == 2, "\(unknown.error)")
             #expect(unknown.error.contains("invalid PostgreSQL URL: invalid URI query parameter: \"nosuch\""), "\(unknown.error)")
             #expect(!unknown.error.contains("s3cr3t"))
+            let sslmode = try await curlqWithError(["status", "--store", "postgres://cq:s3cr3t@127.0.0.1/jobs?sslmode=bogus"], in: folder)
+            #expect(sslmode.status == 2 && sslmode.error.contains("sslmode=bogus is not one of"), "\(sslmode.error)")
 
             let port = try await unusedPort()
             let down = "postgres://cq:s3cr3t@127.0.0.1:\(port)/jobs"
@@ -234,6 +239,62 @@ import Testing
             #expect(inQuery.status == 1, "\(inQuery.error)")
             #expect(inQuery.error.contains("password=***"), "\(inQuery.error)")
             #expect(!inQuery.error.contains("s3cr3t"))
+        }
+    }
+
+    // MARK: - The store's edges (issue 30, point 5)
+
+    /// `status` and `cancel` on a store file that is not there: exit 2, nothing created.
+    @Test func statusAndCancelOfAMissingStoreCreateNothing() async throws {
+        try await withFolder { folder in
+            let path = folder.appendingPathComponent("typo.db").path
+            for arguments in [["status", "--store", "sqlite:" + path], ["cancel", "--store", path, "1"]] {
+                let run = try await curlqWithError(arguments, in: folder)
+                #expect(run.status == 2 && run.error.contains("there is no store at"), "\(arguments): \(run.error)")
+                #expect(!FileManager.default.fileExists(atPath: path), "\(arguments[0]) created \(path)")
+            }
+        }
+    }
+
+    /// Nothing secret is stored: a URL's user and password and a secret query parameter are
+    /// refused (the latter stored with --allow-secret-query, and hidden by status); a bad port
+    /// is refused as by get; nothing of a refused command is enqueued.
+    @Test func enqueueKeepsSecretsAndBadURLsOutOfTheStore() async throws {
+        try await withFolder { folder in
+            let path = folder.appendingPathComponent("jobs.db").path
+            let store = "sqlite:" + path
+            let refused = [
+                ["http://alice:s3cret@127.0.0.1:9/a"], ["http://127.0.0.1:9/a?token=s3cret"],
+                ["-H", "X-Api-Key: s3cret", "http://127.0.0.1:9/a"], ["http://127.0.0.1:99999/x"],
+            ]
+            for arguments in refused {
+                let run = try await curlqWithError(["enqueue", "--store", store] + arguments, in: folder)
+                #expect(run.status == 2, "\(arguments): \(run.error)")
+                #expect(!run.error.contains("s3cret"), "\(run.error)")
+            }
+            #expect(try await status(store)["counts"] as? [String: Int] == [:], "nothing stored")
+            let signed = try await curlqWithError(["enqueue", "--store", store, "--allow-secret-query", "http://127.0.0.1:9/a?sig=s3cret"], in: folder)
+            #expect(signed.status == 0, "\(signed.error)")
+            let shown = try await curlqWithError(["status", "--store", store], in: folder)
+            #expect(shown.output.contains("sig=REDACTED") && !shown.output.contains("s3cret"), "\(shown.output)")
+            let json = try await curlqWithError(["status", "--store", store, "--json"], in: folder)
+            #expect(!json.output.contains("s3cret"), "\(json.output)")
+        }
+    }
+
+    /// Another application's SQLite database is not made a store: refused, unchanged.
+    @Test func anotherApplicationsDatabaseIsRefused() async throws {
+        try await withFolder { folder in
+            let path = folder.appendingPathComponent("app.db").path
+            let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 1000)
+            try connection.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+            let before = try Data(contentsOf: URL(fileURLWithPath: path))
+            for arguments in [["enqueue", "--store", "sqlite:" + path, "http://127.0.0.1:9/a"], ["status", "--store", path]] {
+                let run = try await curlqWithError(arguments, in: folder)
+                #expect(run.status == 2 && run.error.contains("not a curlq job store"), "\(arguments[0]): \(run.error)")
+            }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "unchanged")
+            #expect(try connection.query("SELECT name FROM sqlite_schema WHERE name LIKE 'cq%'").isEmpty)
         }
     }
 }

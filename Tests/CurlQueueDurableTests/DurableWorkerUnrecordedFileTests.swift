@@ -94,14 +94,16 @@ import Testing
         #expect(run.attributes.isEmpty, "the recorded file carries no attribute of ours: \(run.attributes)")
     }
 
-    @Test func anUnmarkedFileIsFetchedWholeEvenWithACheckpointOfThisBoot() async throws {
-        // A checkpoint vouches for the job's `.part`, not for whatever stands at its destination.
+    @Test func anUnmarkedFileIsCheckedAsGetChecksAFileAlreadyThere() async throws {
+        // A checkpoint vouches for the job's `.part`, not for whatever stands at its destination:
+        // a file with no mark of this job is nobody's to replace; the size a HEAD announces
+        // says it is whole (curlq get's rule), so the job is done with nothing fetched.
         let checkpoint = Checkpoint(bytes: 100_000, validator: "\"v1\"", node: WorkerInfo.localNode, bootID: "boot-now")
         let run = try await run(file: Self.expected, attributes: [Self.validator: "\"v1\""], checkpoint: checkpoint)
         #expect(run.range == nil)
-        #expect(run.bytesReceived == Int64(Self.total))
+        #expect(run.bytesReceived == nil, "no GET")
         #expect(run.file == Self.expected)
-        #expect(run.record?.state == .completed)
+        #expect(run.record?.outcome == .completed(JobResult(status: 0, bytes: Int64(Self.total), file: "f.bin", alreadyThere: true)))
     }
 
     @Test func aFileFinishedInAnotherBootIsFetchedWhole() async throws {
@@ -116,11 +118,22 @@ import Testing
     }
 
     @Test func anotherJobsFileIsNotTaken() async throws {
-        // Another job with this destination, marked in this boot: its file, not this job's.
+        // Another job with this destination, marked in this boot: its file, not this job's, so
+        // never replaced; whole by the size the server announces, this job is done with it.
         let run = try await run(file: Self.expected, attributes: [Self.validator: "\"v1\"", Self.finished: "boot-now 999999"])
         #expect(run.range == nil)
-        #expect(run.bytesReceived == Int64(Self.total))
+        #expect(run.bytesReceived == nil, "no GET")
         #expect(run.file == Self.expected)
+        #expect(run.record?.outcome == .completed(JobResult(status: 0, bytes: Int64(Self.total), file: "f.bin", alreadyThere: true)))
+    }
+
+    @Test func anotherFileOfAnotherSizeIsNeverReplaced() async throws {
+        // What the issue found: a job replaced a 1 MiB file with its 100 KiB. Now it fails and the file stays.
+        let run = try await run(file: Data("the user's own bytes".utf8), attributes: [:])
+        #expect(run.bytesReceived == nil, "no GET")
+        #expect(run.file == Data("the user's own bytes".utf8))
+        #expect(run.record?.state == .failed)
+        #expect(run.record?.outcome?.failureKind == .existingFile)
     }
 
     @Test func aFileWithoutAValidatorIsNotTakenForOne() async throws {

@@ -1,6 +1,8 @@
 import CurlQueue
+import CurlQueueDownloads
 @testable import CurlQueueDurable
 import Foundation
+import HTTPTypes
 import Testing
 
 /// The worker's decisions, driven step by step with an injected clock.
@@ -219,18 +221,40 @@ import Testing
         #expect(machine.held.keys.sorted() == [1])
     }
 
+    /// The worker decides a job's retries with the core's decision and ends it in get's words:
+    /// a connectivity failure is retried while attempts remain, a refused certificate never, an
+    /// error status fails (a retryable one after its attempts, with `Retry-After` spread as the
+    /// core spreads it), only a 2xx completes.
     @Test func outcomes() {
         let claimed = job(1)
         var record = claimed.record
         record.spec.retry = JobRetryPolicy(maxAttempts: 2, initialBackoff: 10, jitter: 0)
         let now = Date(timeIntervalSince1970: 1000)
+        func outcome(_ result: Result<Response, RequestError>, random: Double = 0) -> JobOutcome {
+            DurableWorker.outcome(of: result, job: record, now: now, random: random)
+        }
+        func response(_ code: Int, _ fields: HTTPFields = [:]) -> Result<Response, RequestError> {
+            .success(Response(status: .init(code: code), headerFields: fields, body: Data(), fileURL: nil, effectiveURL: nil,
+                              httpVersion: .http1_1, metrics: TransferMetrics(), attempts: 1))
+        }
         let failure = RequestError.transport(TransportFailure(code: .init(rawValue: 7), message: "refused"))
-        #expect(DurableWorker.outcome(of: .failure(failure), job: record, now: now, random: 0)
-            == .retry(reason: failure.description, at: now.addingTimeInterval(10)))
+        let refused = "could not connect (connection refused, or the host is unreachable)"
+        #expect(outcome(.failure(failure)) == .retry(reason: refused, at: now.addingTimeInterval(10), kind: .connect))
+        let untrusted = RequestError.transport(TransportFailure(code: .peerFailedVerification, message: "unknown CA"))
+        #expect(outcome(.failure(untrusted)).failureKind == .tls)
+        #expect(outcome(.failure(untrusted)) == .failed(reason: ErrorWords.describe(untrusted, host: nil), kind: .tls), "never retried")
+        #expect(outcome(response(404)) == .failed(reason: "HTTP 404 Not Found", kind: .http))
+        #expect(outcome(response(503)) == .retry(reason: "HTTP 503 Service Unavailable", at: now.addingTimeInterval(10), kind: .http))
+        // Retry-After 100 s with jitter 0.5: the core's spread, so a fleet told the same does not come back at once.
+        record.spec.retry.jitter = 0.5
+        let asked = outcome(response(503, [.retryAfter: "100"]), random: 0.5)
+        #expect(asked == .retry(reason: "HTTP 503 Service Unavailable, Retry-After 100", at: now.addingTimeInterval(125), kind: .http))
+        record.spec.retry.jitter = 0
+        if case .completed(let result) = outcome(response(200)) { #expect(result.status == 200) } else { Issue.record("a 200 completes") }
         record.attempt = 2
-        #expect(DurableWorker.outcome(of: .failure(failure), job: record, now: now, random: 0) == .failed(reason: failure.description))
-        #expect(DurableWorker.outcome(of: .failure(.cancelled), job: record, now: now, random: 0) == .cancelled(reason: "cancelled"))
-        #expect(DurableWorker.outcome(of: .failure(.invalidRequest("x")), job: record, now: now, random: 0)
-            == .failed(reason: RequestError.invalidRequest("x").description))
+        #expect(outcome(.failure(failure)) == .failed(reason: refused + " (after 2 attempts)", kind: .connect))
+        #expect(outcome(response(503)) == .failed(reason: "HTTP 503 Service Unavailable (after 2 attempts)", kind: .http))
+        #expect(outcome(.failure(.cancelled)) == .cancelled(reason: "cancelled"))
+        #expect(outcome(.failure(.invalidRequest("x"))) == .failed(reason: "the request cannot be sent: x (after 2 attempts)", kind: .other))
     }
 }

@@ -77,6 +77,17 @@ import Testing
         #expect(error("https://ok.example/a b")?.line == 1)
     }
 
+    /// aria2's `checksum=ALGORITHM=HEX` is read as curlq's own `sha256=` and kin.
+    @Test func ariasChecksumSpellingIsAccepted() throws {
+        let digest = String(repeating: "ab", count: 32)
+        let entries = try InputFile.parse(Data("https://ok.example/a\n  checksum=sha-256=\(digest.uppercased())\nhttps://ok.example/b\n  checksum=md5=\(String(repeating: "c", count: 32))\n".utf8), origin: "t")
+        #expect(entries.map { $0.checksum?.algorithm } == [.sha256, .md5])
+        #expect(entries.first?.checksum?.hex == digest)
+        #expect(error("https://ok.example/a\n  checksum=sha-3=ab")?.message.contains("checksum= takes ALGORITHM=HEX") == true)
+        #expect(error("https://ok.example/a\n  checksum=\(digest)")?.line == 2)
+        #expect(error("https://ok.example/a\n  sha256=\(digest)\n  checksum=sha-256=\(digest)")?.message.contains("both given") == true)
+    }
+
     @Test func aMalformedLineAfterManyGoodOnesStillFailsTheWholeFile() {
         let good = (1...500).map { "https://example.org/file\($0)" }.joined(separator: "\n")
         #expect(error(good + "\n  out=x\n  colour=blue\n")?.line == 502)

@@ -29,7 +29,7 @@ import Testing
             #expect(throws: (any Error).self, "\(arguments)") { _ = try GetCommand.parse(arguments + ["http://127.0.0.1:1/x"]) }
         }
         let command = try GetCommand.parse(["--lowest-speed-limit", "1K", "--limit-rate", "2M", "http://127.0.0.1:1/x"])
-        #expect(command.speedLimit == "1K" && command.speedTime == 30)
+        #expect(command.transfer.speedLimit == "1K" && command.transfer.speedTime == 30)
     }
 
     @Test func theSpeedOptionsAreInGetsHelp() async throws {

@@ -45,7 +45,7 @@ import Glibc
                     #expect(await waitForFile(part.path, atLeast: 20_000), "\(part.lastPathComponent) never started")
                 }
                 // The quick files recorded complete, the held ones running, before the signal.
-                let recorded = try await waitForCounts(session) { $0["completed"] == 2 && $0["running"] == 3 }
+                let recorded = try await waitForCounts(session) { $0["done"] == 2 && $0["running"] == 3 }
                 #expect(recorded, "the session never recorded 2 files complete and 3 running")
                 process.send(signal)
                 let stopped = await process.finish()
@@ -54,7 +54,7 @@ import Glibc
                 } else {
                     #expect(stopped.status == 130, "\(stopped)")
                     // Ctrl-C gave the held files back: available again, nothing left running.
-                    #expect(try await counts(session) == ["completed": 2, "available": 3])
+                    #expect(try await counts(session) == ["done": 2, "waiting": 3])
                 }
                 #expect(FileManager.default.fileExists(atPath: session.path))
 
@@ -74,7 +74,7 @@ import Glibc
                 #expect(ranges.count == 3 && ranges.allSatisfy { $0?.hasPrefix("bytes=") == true && $0?.hasPrefix("bytes=0-") == false }, "\(ranges)")
                 let outcomes = try again.jsonFiles().map { $0["outcome"] as? String }
                 #expect(outcomes == ["skipped", "skipped", "resumed", "resumed", "resumed"], "\(outcomes)")
-                #expect(try await counts(session) == ["completed": 5])
+                #expect(try await counts(session) == ["done": 5])
 
                 // A third run: everything recorded complete, nothing asked of the server.
                 server.resetStatistics()
@@ -125,6 +125,29 @@ import Glibc
                 #expect(try Data(contentsOf: session) == garbage)
                 #expect(CurlQueueTests.files(in: folder) == ["notes.txt"])
                 #expect(server.requests.isEmpty)
+            }
+        }
+    }
+
+    /// A session records no URL's user or password nor a secret query value: the store is a
+    /// file others read; `status` of the session queue shows none of them.
+    @Test func aSessionStoresNoPassword() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let session = folder.appendingPathComponent("batch.session")
+                var components = URLComponents(url: server.url("/bytes/300"), resolvingAgainstBaseURL: false)!
+                components.user = "alice"
+                components.password = "s3ss10n-pw"
+                components.query = "token=s3ss10n-tok"
+                let url = components.url!.absoluteString
+                let run = try await curlq(["get", "--session", session.path, "-d", folder.path, "--progress", "none", url])
+                #expect(run.status == 0, "\(run)")
+                let status = try await curlq("status", "--store", "sqlite:" + session.path, "--queue", GetSession.queueName)
+                #expect(status.stdout.contains("done") && !status.stdout.contains("s3ss10n"), "\(status)")
+                for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name.hasPrefix("batch.session") {
+                    guard let bytes = try? Data(contentsOf: folder.appendingPathComponent(name)) else { continue }  // a folder
+                    #expect(bytes.range(of: Data("s3ss10n".utf8)) == nil, "\(name) holds a secret")
+                }
             }
         }
     }

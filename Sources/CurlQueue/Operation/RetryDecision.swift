@@ -1,24 +1,30 @@
-import Foundation
+package import Foundation
 
 /// What one attempt ended with, in the terms the retry decision needs.
-enum AttemptOutcome: Sendable {
+package enum AttemptOutcome: Sendable {
     case response(Response)
     case failure(RequestError)
 }
 
 /// The retry decision: pure, with the clock and the random source passed in, so that it is
-/// tested deterministically.
-struct RetryDecision {
-    var autoRetry: Bool
-    var errorCodes: Set<CurlCode>
-    var policy: RetryPolicy
+/// tested deterministically. The durable worker takes the same decision for its jobs.
+package struct RetryDecision {
+    package var autoRetry: Bool
+    package var errorCodes: Set<CurlCode>
+    package var policy: RetryPolicy
+
+    package init(autoRetry: Bool, errorCodes: Set<CurlCode>, policy: RetryPolicy) {
+        self.autoRetry = autoRetry
+        self.errorCodes = errorCodes
+        self.policy = policy
+    }
 
     /// The wait before the next attempt, or nil when `outcome` is final.
     /// - Parameters:
     ///   - attempt: The attempt that just ended, 1-based.
     ///   - now: The wall-clock time, for `Retry-After` given as an HTTP-date.
     ///   - random: A number in 0..<1 for the jitter.
-    func delay(after outcome: AttemptOutcome, attempt: Int, now: Date, random: Double) -> Duration? {
+    package func delay(after outcome: AttemptOutcome, attempt: Int, now: Date, random: Double) -> Duration? {
         guard autoRetry, attempt < policy.maxAttempts else { return nil }
         switch outcome {
         case .failure(let error):

@@ -54,7 +54,7 @@ public struct RetryPolicy: Hashable, Sendable {
 
     /// The backoff before the retry that follows attempt `attempt` (1-based), with `random`
     /// in 0..<1 choosing the point within the jitter.
-    func backoff(afterAttempt attempt: Int, random: Double) -> Duration {
+    package func backoff(afterAttempt attempt: Int, random: Double) -> Duration {
         let base = initialBackoff.seconds * pow(max(1, multiplier), Double(max(0, attempt - 1)))
         let capped = min(base, maxBackoff.seconds)
         let spread = min(1, max(0, jitter))
@@ -72,7 +72,7 @@ public struct RetryPolicy: Hashable, Sendable {
 
 extension Duration {
     /// The duration as a (possibly fractional) number of seconds.
-    var seconds: Double {
+    package var seconds: Double {
         let (s, attoseconds) = components
         return Double(s) + Double(attoseconds) / 1e18
     }
@@ -80,7 +80,7 @@ extension Duration {
     /// A computed wait of `seconds`: NaN and negative values are no wait, and anything past
     /// what 64-bit nanoseconds hold (about 292 years) is that much, so that no policy, however
     /// extreme, makes a wait that cannot be represented.
-    static func wait(seconds: Double) -> Duration {
+    package static func wait(seconds: Double) -> Duration {
         guard seconds > 0 else { return .zero }
         return .nanoseconds(seconds < 9.2e9 ? Int64(seconds * 1e9) : Int64.max)
     }

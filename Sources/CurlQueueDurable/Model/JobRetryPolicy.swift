@@ -46,12 +46,18 @@ public struct JobRetryPolicy: Codable, Sendable, Hashable {
         self.maxRetryAfter = maxRetryAfter
     }
 
+    /// The core's policy this one stands for: the worker decides a job's retries with the
+    /// in-memory queue's own decision (backoff, jitter, `Retry-After` spread), not a copy of it.
+    public var retryPolicy: RetryPolicy {
+        RetryPolicy(
+            maxAttempts: maxAttempts, initialBackoff: .wait(seconds: initialBackoff), maxBackoff: .wait(seconds: maxBackoff),
+            multiplier: multiplier, jitter: jitter, retryableStatuses: retryableStatuses,
+            maxRetryAfter: .wait(seconds: maxRetryAfter))
+    }
+
     /// The wait, in seconds, before the claim that follows attempt `attempt` (1-based), with
-    /// `random` in 0..<1 choosing the point within the jitter ("equal jitter", as the core).
+    /// `random` in 0..<1 choosing the point within the jitter: the core's backoff.
     public func backoff(afterAttempt attempt: Int, random: Double) -> Double {
-        let base = initialBackoff * pow(max(1, multiplier), Double(max(0, attempt - 1)))
-        let capped = min(base, maxBackoff)
-        let spread = min(1, max(0, jitter))
-        return capped * (1 - spread) + capped * spread * min(max(random, 0), 1)
+        retryPolicy.backoff(afterAttempt: attempt, random: random).seconds
     }
 }

@@ -1,3 +1,4 @@
+public import CurlQueueDownloads
 public import Foundation
 
 /// A job's id in its store: the enqueue sequence, unique in the store.
@@ -20,7 +21,7 @@ public enum JobState: String, Codable, Sendable, Hashable, CaseIterable {
     case available
     /// Claimed by a worker, which holds its lease.
     case running
-    /// Final: the transfer finished (with any HTTP status).
+    /// Final: the transfer finished with a 2xx status (its file, if any, complete under its name).
     case completed
     /// Final: failed for good (attempts spent, or an error no retry can fix).
     case failed
@@ -48,17 +49,26 @@ public struct Lease: Codable, Sendable, Hashable {
 
 /// How an attempt ended, as the worker records it with `finish`.
 public enum JobOutcome: Codable, Sendable, Hashable {
-    /// The transfer is done (any HTTP status the handler is to see).
+    /// The transfer is done with a 2xx status, or its file was already there whole.
     case completed(JobResult)
-    /// Try again at `at`, if attempts remain; else the job fails with `reason`.
-    case retry(reason: String, at: Date)
-    /// Failed for good.
-    case failed(reason: String)
+    /// Try again at `at`, if attempts remain; else the job fails with `reason` and `kind`.
+    case retry(reason: String, at: Date, kind: DownloadFailureKind? = nil)
+    /// Failed for good: `reason` in words, `kind` for scripts (nil in rows recorded before
+    /// kinds were kept, and for failures that are no download's: a handler's, a worker's death).
+    case failed(reason: String, kind: DownloadFailureKind? = nil)
     /// Cancelled while running (asked through the store, or replaced by a newer equal job).
     case cancelled(reason: String)
 }
 
 extension JobOutcome {
+    /// The kind of a failure (or of the failure a retry follows); nil otherwise.
+    public var failureKind: DownloadFailureKind? {
+        switch self {
+        case .failed(_, let kind), .retry(_, _, let kind): return kind
+        case .completed, .cancelled: return nil
+        }
+    }
+
     /// The reason of a job failed because its worker died while its handler ran, once for
     /// each of its ``JobRetryPolicy/maxAttempts``: the job is handled, its handler not run again.
     public static let handlerFailedReason = "handlerFailed: its worker died while the handler ran, attempts spent"
@@ -81,13 +91,18 @@ public struct JobResult: Codable, Sendable, Hashable {
     public var sha256: String?
     /// The body, for a small in-memory response (not for downloads).
     public var body: Data?
+    /// True when nothing was transferred: the file already stood complete under its name
+    /// (checked against the job's checksum, or the size the server announces); ``status`` is 0
+    /// then. Nil (false) in results recorded before it was kept.
+    public var alreadyThere: Bool?
     /// A result.
-    public init(status: Int, bytes: Int64, file: String? = nil, sha256: String? = nil, body: Data? = nil) {
+    public init(status: Int, bytes: Int64, file: String? = nil, sha256: String? = nil, body: Data? = nil, alreadyThere: Bool? = nil) {
         self.status = status
         self.bytes = bytes
         self.file = file
         self.sha256 = sha256
         self.body = body
+        self.alreadyThere = alreadyThere
     }
 }
 
@@ -105,12 +120,22 @@ public struct Checkpoint: Codable, Sendable, Hashable {
     /// the job after another boot (a power loss may have left the `.part` longer than its data)
     /// truncates the `.part` to `bytes` before resuming.
     public var bootID: String?
+    /// The size of the whole file as its response announced it, when it did.
+    public var total: Int64?
+    /// Bytes per second since the previous checkpoint of the same worker, when there was one.
+    public var bytesPerSecond: Double?
+    /// When it was taken, by the worker's clock.
+    public var recordedAt: Date?
     /// A checkpoint.
-    public init(bytes: Int64, validator: String? = nil, node: String, bootID: String? = nil) {
+    public init(bytes: Int64, validator: String? = nil, node: String, bootID: String? = nil,
+                total: Int64? = nil, bytesPerSecond: Double? = nil, recordedAt: Date? = nil) {
         self.bytes = bytes
         self.validator = validator
         self.node = node
         self.bootID = bootID
+        self.total = total
+        self.bytesPerSecond = bytesPerSecond
+        self.recordedAt = recordedAt
     }
 }
 

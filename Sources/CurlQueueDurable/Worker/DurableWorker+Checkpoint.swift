@@ -1,4 +1,5 @@
 import CCurl  // for <sys/xattr.h>, which Glibc leaves out
+import CurlQueue
 import Foundation
 import Logging
 #if canImport(Glibc)
@@ -56,9 +57,17 @@ extension DurableWorker {
             // fsync was called, so it is on disk once fsync returns (bytes written meanwhile
             // may be too; they are not counted).
             guard fsync(fd) == 0 else { continue }
-            result[job.lease.job] = Checkpoint(
-                bytes: Int64(info.st_size), validator: Self.attribute(Self.validatorAttribute, of: fd), node: configuration.node,
-                bootID: configuration.bootID)
+            let (id, bytes, now) = (job.lease.job, Int64(info.st_size), ContinuousClock.now)
+            let (total, speed) = registry.withLock { registry -> (Int64?, Double?) in
+                let last = registry.lastSamples[id]
+                registry.lastSamples[id] = (bytes, now)
+                guard let last, bytes >= last.bytes else { return (registry.totals[id], nil) }
+                let seconds = (now - last.at).seconds
+                return (registry.totals[id], seconds > 0 ? Double(bytes - last.bytes) / seconds : nil)
+            }
+            result[id] = Checkpoint(
+                bytes: bytes, validator: Self.attribute(Self.validatorAttribute, of: fd), node: configuration.node,
+                bootID: configuration.bootID, total: total, bytesPerSecond: speed, recordedAt: Date())
         }
         return result
     }

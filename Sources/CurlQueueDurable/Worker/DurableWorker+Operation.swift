@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueDownloads
 import Foundation
 
 extension DurableWorker {
@@ -16,8 +17,8 @@ extension DurableWorker {
             } catch {
                 let reason = "credential \(credential) unavailable: \(error)"
                 let outcome: JobOutcome = record.attempt < record.spec.retry.maxAttempts
-                    ? .retry(reason: reason, at: Date().addingTimeInterval(record.spec.retry.backoff(afterAttempt: record.attempt, random: .random(in: 0..<1))))
-                    : .failed(reason: reason)
+                    ? .retry(reason: reason, at: Date().addingTimeInterval(record.spec.retry.backoff(afterAttempt: record.attempt, random: .random(in: 0..<1))), kind: .other)
+                    : .failed(reason: reason, kind: .other)
                 continuation.yield(.transferEnded(id, outcome, nil))
                 return nil
             }
@@ -27,9 +28,10 @@ extension DurableWorker {
         switch record.spec.request.request(folder: configuration.folder, extraFields: extra) {
         case .success(let made): request = made
         case .failure(let error):
-            continuation.yield(.transferEnded(id, .failed(reason: error.description), nil))
+            continuation.yield(.transferEnded(id, .failed(reason: error.description, kind: .other), nil))
             return nil
         }
+        configuration.prepareRequest?(&request, record)
         if let destination = request.destination {
             // The job's folders under the worker's (validated at enqueue: no `..`, not absolute).
             do {
@@ -37,7 +39,7 @@ extension DurableWorker {
                     at: destination.deletingLastPathComponent(), withIntermediateDirectories: true,
                     attributes: [.posixPermissions: 0o700])
             } catch {
-                continuation.yield(.transferEnded(id, .failed(reason: "cannot create the folder of \(destination.path): \(error)"), nil))
+                continuation.yield(.transferEnded(id, .failed(reason: "cannot create the folder of \(destination.path): \(error)", kind: .file), nil))
                 return nil
             }
             if request.resume {
@@ -46,12 +48,30 @@ extension DurableWorker {
                     checkPartAfterReboot(destination.path + ".part", checkpoint: record.checkpoint, job: id)
                 }
             }
+            // What stands under the name is never replaced (`curlq get`'s rule): it is checked
+            // instead, and the job ends with that check (DurableWorker+ExistingFile.swift).
+            switch existingFile(request, job: record, continuation: continuation) {
+            case .absent: break
+            case .check(let operation): return operation
+            case .decided: return nil
+            }
         }
         let operation = RequestOperation(request: request)
         operation.priority = RequestOperation.Priority(rawValue: record.spec.priority.rawValue) ?? .normal
         operation.autoRetry = false  // retries go through the store, which keeps their schedule
         let bootID = configuration.bootID
+        let registry = self.registry
+        if request.destination != nil {
+            operation.downloadProgressHandler = { progress in
+                guard let total = progress.totalBytes, total > 0 else { return }
+                registry.withLock { $0.totals[id] = total }
+            }
+        }
         operation.completionHandler = { result in
+            registry.withLock { registry in
+                registry.totals[id] = nil
+                registry.lastSamples[id] = nil
+            }
             let outcome = Self.outcome(of: result, job: record, now: Date(), random: .random(in: 0..<1))
             let response = try? result.get()
             if let file = response?.fileURL {

@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueDownloads
 import HTTPTypes
 import Foundation
 #if canImport(Glibc)
@@ -8,31 +9,28 @@ import Musl
 #endif
 
 extension DurableWorker {
-    /// What an attempt's result means for the store: a retryable status or a transport
-    /// failure is tried again after the job's backoff while attempts remain (through the store,
-    /// so the schedule survives a restart); a cancel is `.cancelled`; the rest is final.
-    ///
-    /// A retryable status with a `Retry-After` (seconds or an HTTP-date) is tried again no
-    /// earlier than it asks (or after the backoff, when that is longer). A server asking for
-    /// more than ``JobRetryPolicy/maxRetryAfter`` gets no retry: the response is the job's
-    /// outcome, as in the in-memory queue.
+    /// What an attempt's result means for the store, decided as `curlq get` decides it: the
+    /// core's retry decision (``CurlQueue/RetryPolicy`` from the job's ``JobRetryPolicy``:
+    /// connectivity failures and the retryable statuses, `Retry-After` honoured with the
+    /// core's spread) says whether and when to try again, through the store so that the
+    /// schedule survives a restart. What is not retried is final: a 2xx is `.completed`; any
+    /// other status, and a transport failure (a refused certificate at once), is `.failed` with
+    /// ``ErrorWords``' reason and its ``DownloadFailureKind``; a cancel is `.cancelled`.
     static func outcome(
         of result: Result<Response, RequestError>, job: JobRecord, now: Date, random: Double
     ) -> JobOutcome {
         let retry = job.spec.retry
-        let retryAt = now.addingTimeInterval(retry.backoff(afterAttempt: job.attempt, random: random))
-        let attemptsLeft = job.attempt < retry.maxAttempts
+        let decision = RetryDecision(autoRetry: true, errorCodes: CurlCode.connectivityErrors, policy: retry.retryPolicy)
+        let host = URL(string: job.spec.request.url)?.host
         switch result {
         case .success(let response):
             let status = response.status.code
-            if retry.retryableStatuses.contains(status), attemptsLeft {
-                guard let value = response.headerFields[.retryAfter], let asked = RetryAfter.delay(value, now: now) else {
-                    return .retry(reason: "HTTP \(status)", at: retryAt)
-                }
-                let seconds = Double(asked.components.seconds) + Double(asked.components.attoseconds) / 1e18
-                if seconds <= retry.maxRetryAfter {
-                    return .retry(reason: "HTTP \(status), Retry-After \(value)", at: max(retryAt, now.addingTimeInterval(seconds)))
-                }
+            if let delay = decision.delay(after: .response(response), attempt: job.attempt, now: now, random: random) {
+                let asked = response.headerFields[.retryAfter].map { ", Retry-After \($0)" } ?? ""
+                return .retry(reason: ErrorWords.status(status) + asked, at: now.addingTimeInterval(delay.seconds), kind: .http)
+            }
+            guard (200..<300).contains(status) else {
+                return .failed(reason: ErrorWords.status(status) + (job.attempt > 1 ? " (after \(job.attempt) attempts)" : ""), kind: .http)
             }
             let destination = job.spec.request.destination
             return .completed(JobResult(
@@ -43,10 +41,13 @@ extension DurableWorker {
                 body: destination == nil && response.body.count <= 1 << 20 ? response.body : nil))
         case .failure(.cancelled):
             return .cancelled(reason: "cancelled")
-        case .failure(let error) where error.transportFailure != nil && attemptsLeft:
-            return .retry(reason: error.description, at: retryAt)
         case .failure(let error):
-            return .failed(reason: error.description)
+            let kind = DownloadFailureKind(error)
+            let words = ErrorWords.describe(error, host: host)
+            if let delay = decision.delay(after: .failure(error), attempt: job.attempt, now: now, random: random) {
+                return .retry(reason: words, at: now.addingTimeInterval(delay.seconds), kind: kind)
+            }
+            return .failed(reason: words + (job.attempt > 1 ? " (after \(job.attempt) attempts)" : ""), kind: kind)
         }
     }
 
@@ -74,11 +75,11 @@ extension DurableWorker {
             reason = "\(algorithm.rawValue) not checked: \(file.path) could not be read"
         } else {
             unlink(file.path)
-            reason = "\(algorithm.rawValue) mismatch: the file's is \(actual), the job's \(checksum.hex.lowercased())"
+            reason = "\(algorithm.rawValue) mismatch: expected \(checksum.hex.lowercased()), got \(actual); the download was deleted"
         }
         let retry = job.spec.retry
-        guard job.attempt < retry.maxAttempts else { return .failed(reason: reason) }
-        return .retry(reason: reason, at: now.addingTimeInterval(retry.backoff(afterAttempt: job.attempt, random: random)))
+        guard job.attempt < retry.maxAttempts else { return .failed(reason: reason, kind: .checksum) }
+        return .retry(reason: reason, at: now.addingTimeInterval(retry.backoff(afterAttempt: job.attempt, random: random)), kind: .checksum)
     }
 
     private static func fileSize(_ url: URL?) -> Int64 {

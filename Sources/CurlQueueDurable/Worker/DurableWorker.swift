@@ -43,6 +43,11 @@ public final class DurableWorker: Sendable {
         var bootID: String? = DurableWorker.currentBootID
         /// When this boot began (`btime` of `/proc/stat`); internal so that a test can play a reboot.
         var bootTime: Date? = DurableWorker.currentBootTime
+        /// The worker's own settings for every job's request, applied after the job's
+        /// (``JobRequest``) and before it runs: TLS options, a default `User-Agent`, time and
+        /// speed limits, a shared rate limit. Called on the worker's task, never the engine
+        /// thread; it must not block. Nil: the job's request as it is.
+        public var prepareRequest: (@Sendable (inout Request, JobRecord) -> Void)?
         /// The defaults, downloading under `folder`.
         public init(folder: URL) { self.folder = folder }
     }
@@ -56,14 +61,18 @@ public final class DurableWorker: Sendable {
     /// This worker's identity in the store.
     public let info: WorkerInfo
 
-    private struct Registry {
+    struct Registry {
         var handlers: [String: DurableJobHandler] = [:]
         var credentials: CredentialProvider?
         var events: AsyncStream<Event>.Continuation?
         var stopRequest: Duration?
         var leftLeased: [JobID] = []
+        /// Running downloads' sizes as their responses announce them, and each one's last
+        /// checkpoint (bytes, when), for the speed: what `curlq status` shows of another's jobs.
+        var totals: [JobID: Int64] = [:]
+        var lastSamples: [JobID: (bytes: Int64, at: ContinuousClock.Instant)] = [:]
     }
-    private let registry = Locked(Registry())
+    let registry = Locked(Registry())
 
     enum Event: Sendable {
         case tick

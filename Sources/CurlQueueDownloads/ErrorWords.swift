@@ -1,26 +1,28 @@
-import CurlQueue
+public import CurlQueue
 import Foundation
 
-/// Errors in words a person can act on, for the retry lines, the failures in the summary and
-/// the JSON report: never libcurl's `CURLE_*` names, Foundation's domains or Swift type names.
-enum ErrorWords {
+/// Errors in words a person can act on, for the retry lines, the failures in the summary, the
+/// JSON report and the durable store: never libcurl's `CURLE_*` names, Foundation's domains or
+/// Swift type names. `curlq get`, `curlq daemon` and ``DownloadFailureKind`` use these words.
+public enum ErrorWords {
     /// Why an attempt is retried: `HTTP 503 Service Unavailable`, `connection refused…`.
-    static func describe(_ cause: RetriedAttempt.Cause, host: String?) -> String {
+    public static func describe(_ cause: RetriedAttempt.Cause, host: String?) -> String {
         switch cause {
-        case .status(let code): return "HTTP \(code)" + (BatchRunner.reasonPhrases[code].map { " " + $0 } ?? "")
+        case .status(let code): return status(code)
         case .error(let error): return describe(error, host: host)
         }
     }
 
     /// Why a file failed: ``describe(_:host:)``, and for a host that does not resolve and was
     /// not retried, what to do about it.
-    static func failure(_ error: RequestError, host: String?, dnsRetried: Bool) -> String {
+    public static func failure(_ error: RequestError, host: String?, dnsRetried: Bool) -> String {
         let words = describe(error, host: host)
         guard error.transportFailure?.code == .couldNotResolveHost, !dnsRetried else { return words }
         return words + "; check its spelling (--retry-dns retries it, for a resolver that comes and goes)"
     }
 
-    static func describe(_ error: RequestError, host: String?) -> String {
+    /// A request's failure in words; `host` names the host in a DNS failure.
+    public static func describe(_ error: RequestError, host: String?) -> String {
         switch error {
         case .cancelled: return "cancelled"
         case .timedOut(let failure), .transport(let failure): return describe(failure, host: host)
@@ -29,11 +31,12 @@ enum ErrorWords {
         }
     }
 
-    static func describe(_ failure: TransportFailure, host: String?) -> String {
+    /// A transport failure in words; `host` names the host in a DNS failure.
+    public static func describe(_ failure: TransportFailure, host: String?) -> String {
         let message = failure.message
         switch failure.code {
         case .couldNotResolveHost:
-            return "the host name \(host.map(quoted) ?? "") does not resolve (DNS)"
+            return "the host name \(host.map(quotedHost) ?? "") does not resolve (DNS)"
         case .couldNotResolveProxy: return "the proxy's host name does not resolve (DNS); check the proxy variables"
         case .couldNotConnect: return "could not connect (connection refused, or the host is unreachable)"
         case .operationTimedOut:
@@ -68,4 +71,10 @@ enum ErrorWords {
             return message.isEmpty ? "network error \(failure.code.rawValue)" : message
         }
     }
+}
+
+/// A host name in single quotes, control characters shown as `?` (a URL's host is the server's
+/// name, but it is still text from the input).
+private func quotedHost(_ host: String) -> String {
+    "'" + String(String.UnicodeScalarView(host.unicodeScalars.prefix(200).map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 })) + "'"
 }

@@ -36,10 +36,10 @@ enum Rate {
     }
 }
 
-extension GetCommand {
+extension TransferOptions {
     /// The speed options checked together: a per-file or per-transfer share of the overall
     /// limit below the lowest speed would fail every transfer.
-    func validateRates() throws {
+    func validateRates(jobs: Int) throws {
         let limit = try Rate.parse(limitRate, option: "--limit-rate")
         let overall = try Rate.parse(maxOverallRate, option: "--max-overall-rate")
         let lowest = try Rate.parse(speedLimit, option: "--speed-limit")

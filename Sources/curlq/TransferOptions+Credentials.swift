@@ -1,6 +1,6 @@
 import Foundation
 
-extension GetCommand {
+extension TransferOptions {
     /// `-u`, `--netrc`, `--netrc-file` and `-b`, read and checked before the first request: a
     /// file that cannot be read or parsed is a usage error naming it (its contents are never
     /// quoted, they may be secrets).
@@ -37,7 +37,7 @@ extension GetCommand {
     }
 
     static func readText(_ path: String, what: String) throws -> String {
-        switch readAll(path) {
+        switch GetCommand.readAll(path) {
         case .success(let data): return String(decoding: data, as: UTF8.self)
         case .failure(let error): throw UsageError("cannot read the \(what) \(quoted(path)): \(error.reason)")
         }
