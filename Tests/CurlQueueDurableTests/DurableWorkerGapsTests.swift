@@ -4,6 +4,9 @@ import CurlQueueSQLite
 import CurlQueueTestHelpers
 import CurlQueueTestSupport
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 
 /// A worker in this process against the fixture server: Retry-After in the store's schedule,
@@ -73,6 +76,12 @@ import Testing
                             retry: retry),
                 ]
                 let ids = try await store.enqueue(specs, queue: "default", order: .fifo).map(\.id)
+                // Every name that appears in the folder, as inotify reports it: an unverified
+                // download must never take its final name, not even for a moment.
+                try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+                let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+                #expect(watch >= 0 && inotify_add_watch(watch, files.path, UInt32(IN_CREATE | IN_MOVED_TO)) >= 0)
+                defer { close(watch) }
                 let worker = DurableWorker(store: store, requestQueue: RequestQueue(maxConcurrentRequestCount: 4),
                                            configuration: .forTests(files))
                 let handled = Locked<Set<JobID>>([])
@@ -89,6 +98,21 @@ import Testing
                 #expect(server.requests.filter { $0.path == "/bytes/3000" }.count == 2)
                 let left = try FileManager.default.contentsOfDirectory(atPath: files.path).sorted()
                 #expect(left == ["good.bin", "md5.bin"], "no file with the wrong bytes under its final name, no .part")
+                var appeared: Set<String> = []
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { read(watch, $0.baseAddress, $0.count) }
+                    guard count > 0 else { break }
+                    var offset = 0
+                    while offset < count {
+                        let length = buffer.withUnsafeBytes { Int($0.load(fromByteOffset: offset + 12, as: UInt32.self)) }
+                        let name = buffer[(offset + 16)..<(offset + 16 + length)].prefix { $0 != 0 }
+                        appeared.insert(String(decoding: name, as: UTF8.self))
+                        offset += 16 + length
+                    }
+                }
+                #expect(!appeared.contains("bad.bin"), "the mismatching bytes stood under the final name: \(appeared.sorted())")
+                #expect(appeared.contains("bad.bin.unverified"), "\(appeared.sorted())")
             }
         }
     }

@@ -46,7 +46,7 @@ extension DurableWorker {
     func checkpoints(_ jobs: [ClaimedJob]) -> [JobID: Checkpoint] {
         var result: [JobID: Checkpoint] = [:]
         for job in jobs where job.recorded == nil {
-            guard let destination = job.record.spec.request.destination else { continue }
+            guard let destination = job.record.spec.request.stagedDestination else { continue }
             let part = configuration.folder.appendingPathComponent(destination).path + ".part"
             let fd = open(part, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else { continue }

@@ -29,13 +29,14 @@ extension DurableWorker {
     func existingFile(
         _ request: Request, job: JobRecord, continuation: AsyncStream<Event>.Continuation
     ) -> ExistingFile {
-        guard let destination = request.destination, let name = job.spec.request.destination else { return .absent }
+        guard let staged = request.destination, let name = job.spec.request.destination else { return .absent }
+        let destination = configuration.folder.appendingPathComponent(name)
         let id = job.id
         func decide(_ outcome: JobOutcome) -> ExistingFile {
             continuation.yield(.transferEnded(id, outcome, nil))
             return .decided
         }
-        for path in [destination.path + ".part", destination.path] {
+        for path in Set([staged.path + ".part", staged.path, destination.path]).sorted() {
             switch Self.kind(of: path) {
             case .missing, .file: continue
             case .directory: return decide(.failed(reason: "\(path) exists and is a folder", kind: .file))
@@ -114,5 +115,24 @@ extension DurableWorker {
     static func size(of path: String) -> Int64 {
         var info = stat()
         return stat(path, &info) == 0 ? Int64(info.st_size) : 0
+    }
+
+    /// A verified download at `staged` moved to the job's name: by a new link, so that nothing
+    /// there is ever replaced, except the job's own unrecorded file (renamed over). A name
+    /// taken meanwhile fails the job (`existingFile`), the download kept as `NAME.unverified`.
+    static func placeVerified(_ staged: URL, at final: URL, outcome: JobOutcome, job: JobID) -> JobOutcome {
+        if link(staged.path, final.path) == 0 {
+            unlink(staged.path)
+            flushFolder(of: final.path)
+            return outcome
+        }
+        let code = errno
+        if code == EEXIST, isOwnOutput(final.path, job: job), rename(staged.path, final.path) == 0 {
+            flushFolder(of: final.path)
+            return outcome
+        }
+        let why = code == EEXIST ? "a file appeared under that name meanwhile (never replaced)" : String(cString: strerror(code))
+        return .failed(reason: "cannot move the verified \(staged.lastPathComponent) to \(final.lastPathComponent): \(why); it is kept as \(staged.lastPathComponent)",
+                       kind: code == EEXIST ? .existingFile : .file)
     }
 }

@@ -61,6 +61,7 @@ extension DurableWorker {
         operation.autoRetry = false  // retries go through the store, which keeps their schedule
         let bootID = configuration.bootID
         let registry = self.registry
+        let final = record.spec.request.destination.map { configuration.folder.appendingPathComponent($0) }
         if request.destination != nil {
             operation.downloadProgressHandler = { progress in
                 guard let total = progress.totalBytes, total > 0 else { return }
@@ -76,10 +77,15 @@ extension DurableWorker {
             let response = try? result.get()
             if let file = response?.fileURL {
                 if case .completed = outcome { Self.markFinished(file, bootID: bootID, job: id) }
-                Task {
-                    let checked = Self.verified(outcome, file: file, digests: response?.fileDigests ?? [:], job: record,
+                // Hashing and fsync wait for the disk: on a thread of their own, never the
+                // cooperative pool's (as the checkpoints).
+                DispatchQueue.global(qos: .utility).async {
+                    var checked = Self.verified(outcome, file: file, digests: response?.fileDigests ?? [:], job: record,
                                                 now: Date(), random: .random(in: 0..<1))
-                    if case .completed = checked { Self.flush(file) }
+                    if case .completed = checked, let final = final, final != file {
+                        checked = Self.placeVerified(file, at: final, outcome: checked, job: id)
+                    }
+                    if case .completed = checked { Self.flush(final ?? file) }
                     continuation.yield(.transferEnded(id, checked, checked == outcome ? response : nil))
                 }
             } else {

@@ -3,6 +3,15 @@ import Foundation
 import HTTPTypes
 
 extension JobRequest {
+    /// What a download with a checksum is called until it matched.
+    static let unverifiedSuffix = ".unverified"
+
+    /// Where the transfer writes, relative to the worker's folder: ``destination``, or with a
+    /// checksum `NAME.unverified` until it matched (its `.part` beside it).
+    var stagedDestination: String? {
+        destination.map { $0 + (checksum == nil ? "" : Self.unverifiedSuffix) }
+    }
+
     /// The core request for this job, downloading under `folder`, with `extraFields` (a
     /// resolved credential, the idempotency key) appended. Returns nil with a reason when it
     /// cannot be made (the store checked it at enqueue; this checks again).
@@ -22,7 +31,9 @@ extension JobRequest {
         if let idle = timeouts.idle { core.idle = .milliseconds(Int64(idle * 1000)) }
         if let head = timeouts.head { core.head = .milliseconds(Int64(head * 1000)) }
         request.timeouts = core
-        if let destination {
+        if let destination = stagedDestination {
+            // With a checksum the bytes stay `NAME.unverified` until they match: nothing
+            // unverified ever stands under the job's name (curlq get's rule).
             request.destination = folder.appendingPathComponent(destination)
             request.resume = resume
             request.fileDigests = [.sha256]
