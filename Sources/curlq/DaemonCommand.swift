@@ -52,6 +52,9 @@ struct DaemonCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("q"), .customLong("quiet")], help: "Print nothing but errors.")
     var quiet = false
 
+    @Flag(help: "Replace files that already exist, as get's --overwrite; without it each is checked (the job's checksum, else the size the server announces) and the job is done as already there, or failed when the file differs.")
+    var overwrite = false
+
     @Flag(name: .customLong("exit-when-done"),
           help: "Stop (as on SIGTERM) once no job of the queue is waiting, delayed or running: one pass over a queue, for cron or a script.")
     var exitWhenDone = false
@@ -90,6 +93,7 @@ struct DaemonCommand: AsyncParsableCommand {
             var configuration = DurableWorker.Configuration(folder: folder)
             configuration.queue = storeQueue
             configuration.prepareRequest = { request, job in options.apply(to: &request, job: job.spec.request) }
+            configuration.replacesExistingFiles = overwrite
             let worker = DurableWorker(store: store, requestQueue: queue, configuration: configuration)
             worker.register(kind: "download") { job in lines.ended(job) }
             let drain = Duration.milliseconds(Int64(drainTimeout * 1000))

@@ -31,8 +31,15 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (queue, limit) = (storeOptions.queue, max(0, limit))
-        let (counts, jobs) = try await storeOptions.withStore(mustExist: true) { store in
-            (try await store.counts(queue: queue), try await store.jobs(JobFilter(queue: queue, limit: limit)))
+        let (counts, jobs, sessionJobs) = try await storeOptions.withStore(mustExist: true) { store in
+            let counts = try await store.counts(queue: queue)
+            // An empty default queue in a `get --session` file: say where its jobs are.
+            let session = counts.isEmpty && queue == "default"
+                ? try await store.counts(queue: GetSession.queueName).values.reduce(0, +) : 0
+            return (counts, try await store.jobs(JobFilter(queue: queue, limit: limit)), session)
+        }
+        if sessionJobs > 0 {
+            Output.error("curlq: the queue default is empty; this store holds a 'curlq get --session' run of \(sessionJobs) file\(sessionJobs == 1 ? "" : "s"): add --queue \(GetSession.queueName)\n")
         }
         let now = Date()
         if json {

@@ -128,6 +128,39 @@ import Testing
         }
     }
 
+    /// `--overwrite`, as get's: a file already there is downloaded again and replaced; without
+    /// it the same job fails and the file stays.
+    @Test func overwriteReplacesAFileAlreadyThere() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let store = "sqlite:" + folder.appendingPathComponent("jobs.db").path
+                let file = folder.appendingPathComponent("f.bin")
+                for (arguments, expected) in [([String](), Data("mine".utf8)), (["--overwrite"], Data(FixtureServer.expectedBytes(count: 300)))] {
+                    try Data("mine".utf8).write(to: file)
+                    let input = server.url("/bytes/300").absoluteString + "\n    out=f.bin\n"
+                    #expect(try await curlq(["enqueue", "--store", store, "--duplicates", "allow", "-i", "-"], input: input).status == 0)
+                    let daemon = try await curlq(["daemon", "--store", store, "-d", folder.path, "--exit-when-done"] + arguments)
+                    #expect(daemon.status == 0, "\(daemon)")
+                    #expect(try Data(contentsOf: file) == expected, "\(arguments)")
+                }
+                let status = try await curlq(["status", "--store", store])
+                #expect(status.stdout.hasPrefix("waiting 0, delayed 0, running 0, done 1, failed 1, cancelled 0\n"), "\(status)")
+            }
+        }
+    }
+
+    /// A `get --session` file shown with no `--queue`: a hint on standard error.
+    @Test func statusOfASessionFileNamesItsQueue() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let session = folder.appendingPathComponent("s.session")
+                #expect(try await curlq(["get", "--session", session.path, "-d", folder.path, server.url("/bytes/10").absoluteString]).status == 0)
+                let status = try await curlq(["status", "--store", "sqlite:" + session.path])
+                #expect(status.status == 0 && status.stderr.contains("add --queue curlq-get"), "\(status)")
+            }
+        }
+    }
+
     static func beforeAdvice(_ reason: String) -> String {
         String(reason.split(separator: ";", maxSplits: 1).first ?? "")
     }

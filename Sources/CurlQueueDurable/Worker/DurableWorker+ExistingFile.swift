@@ -44,7 +44,8 @@ extension DurableWorker {
             case .other: return decide(.failed(reason: "\(path) exists and is not a regular file", kind: .file))
             }
         }
-        guard Self.kind(of: destination.path) == .file, !Self.isOwnOutput(destination.path, job: id) else { return .absent }
+        guard Self.kind(of: destination.path) == .file, !configuration.replacesExistingFiles,
+              !Self.isOwnOutput(destination.path, job: id) else { return .absent }
         let size = Self.size(of: destination.path)
         if let checksum = job.spec.request.checksum, let algorithm = DigestAlgorithm(rawValue: checksum.algorithm.lowercased()) {
             let actual = (try? FileDigests.hex([algorithm], ofFileAt: destination.path)[algorithm]) ?? nil
@@ -53,7 +54,7 @@ extension DurableWorker {
             }
             guard actual == checksum.hex.lowercased() else {
                 return decide(.failed(
-                    reason: "\(name) is already there but its \(algorithm.rawValue) is \(actual), not \(checksum.hex.lowercased()); it is not replaced",
+                    reason: "\(name) is already there but its \(algorithm.rawValue) is \(actual), not \(checksum.hex.lowercased()); --overwrite replaces it",
                     kind: .existingFile))
             }
             let sha256 = algorithm == .sha256 ? actual : nil
@@ -77,7 +78,7 @@ extension DurableWorker {
                 outcome = .cancelled(reason: "cancelled")
             } else if let announced, announced != size {
                 outcome = .failed(
-                    reason: "\(name) is already there but holds \(size) bytes where the server announces \(announced); it is not replaced",
+                    reason: "\(name) is already there but holds \(size) bytes where the server announces \(announced); --overwrite replaces it",
                     kind: .existingFile)
             } else {
                 outcome = .completed(JobResult(status: 0, bytes: size, file: name, alreadyThere: true))
@@ -120,7 +121,12 @@ extension DurableWorker {
     /// A verified download at `staged` moved to the job's name: by a new link, so that nothing
     /// there is ever replaced, except the job's own unrecorded file (renamed over). A name
     /// taken meanwhile fails the job (`existingFile`), the download kept as `NAME.unverified`.
-    static func placeVerified(_ staged: URL, at final: URL, outcome: JobOutcome, job: JobID) -> JobOutcome {
+    /// `replacing` (``Configuration/replacesExistingFiles``): renamed over whatever is there.
+    static func placeVerified(_ staged: URL, at final: URL, outcome: JobOutcome, job: JobID, replacing: Bool) -> JobOutcome {
+        if replacing, rename(staged.path, final.path) == 0 {
+            flushFolder(of: final.path)
+            return outcome
+        }
         if link(staged.path, final.path) == 0 {
             unlink(staged.path)
             flushFolder(of: final.path)

@@ -62,6 +62,7 @@ extension DurableWorker {
         let bootID = configuration.bootID
         let registry = self.registry
         let final = record.spec.request.destination.map { configuration.folder.appendingPathComponent($0) }
+        let replacing = configuration.replacesExistingFiles
         if request.destination != nil {
             operation.downloadProgressHandler = { progress in
                 guard let total = progress.totalBytes, total > 0 else { return }
@@ -83,7 +84,7 @@ extension DurableWorker {
                     var checked = Self.verified(outcome, file: file, digests: response?.fileDigests ?? [:], job: record,
                                                 now: Date(), random: .random(in: 0..<1))
                     if case .completed = checked, let final = final, final != file {
-                        checked = Self.placeVerified(file, at: final, outcome: checked, job: id)
+                        checked = Self.placeVerified(file, at: final, outcome: checked, job: id, replacing: replacing)
                     }
                     if case .completed = checked { Self.flush(final ?? file) }
                     continuation.yield(.transferEnded(id, checked, checked == outcome ? response : nil))

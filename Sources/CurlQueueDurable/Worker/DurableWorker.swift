@@ -48,6 +48,10 @@ public final class DurableWorker: Sendable {
         /// speed limits, a shared rate limit. Called on the worker's task, never the engine
         /// thread; it must not block. Nil: the job's request as it is.
         public var prepareRequest: (@Sendable (inout Request, JobRecord) -> Void)?
+        /// False (the default): a file already under a job's name is never replaced, but checked
+        /// (its checksum, else the size the server announces) and taken as the job's outcome when
+        /// whole (`curlq get`'s rule). True: it is downloaded again and replaced (`--overwrite`).
+        public var replacesExistingFiles = false
         /// The defaults, downloading under `folder`.
         public init(folder: URL) { self.folder = folder }
     }
