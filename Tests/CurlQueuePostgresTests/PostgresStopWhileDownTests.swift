@@ -91,4 +91,39 @@ struct PostgresStopWhileDownTests {
             }
         }
     }
+
+    /// A job still running when the server goes away and the worker is stopped: its release
+    /// cannot reach the store, so the stop ends at the drain plus the grace naming it in
+    /// `jobsLeftLeased` (as the daemon then says on standard error), not as if it were given back.
+    @Test(.timeLimit(.minutes(2)))
+    func aRunningJobWhoseReleaseCannotBeMadeIsNamed() async throws {
+        let cluster = try await offThePool { try PrivateCluster() }
+        defer { cluster.destroy() }
+        try await withServer { server in
+            try await withFolder { folder in
+                let store = try await PostgresJobStore.open(url: cluster.url)
+                let gate = "release-down-\(UUID().uuidString.prefix(8))"
+                let spec = JobSpec(kind: "download", request: JobRequest(url: server.baseURL + "/gate/\(gate)", destination: "one.bin"))
+                let id = try #require(try await store.enqueue([spec], queue: "default", order: .fifo).first?.id)
+                var configuration = DurableWorker.Configuration(folder: folder)
+                configuration.heartbeatInterval = .seconds(1)
+                configuration.pollInterval = .milliseconds(200)
+                configuration.selfFence = .seconds(40)
+                configuration.storeGrace = .seconds(2)
+                let worker = DurableWorker(store: store, requestQueue: RequestQueue(maxConcurrentRequestCount: 1), configuration: configuration)
+                worker.register(kind: "download") { _ in }
+                let run = Task { try await worker.run() }
+                try await server.waitForRequests(pathPrefix: "/gate/\(gate)", count: 1)
+                try await offThePool { try cluster.stopImmediately() }
+                worker.stop(drain: .milliseconds(200))
+                let stopped = await PostgresRestartTests.ended([run], within: .seconds(14))
+                #expect(stopped, "stopped within the drain plus the grace")
+                _ = try? await run.value
+                #expect(worker.jobsLeftLeased == [id], "the job whose release was never made is named")
+                server.openGate(gate)
+                await store.close()
+            }
+        }
+    }
 }
+

@@ -297,8 +297,18 @@ public final class DurableWorker: Sendable {
                         group.addTask { [store] in _ = try? await store.maintain() }
                     case .release(let leases):
                         group.addTask { [store] in
-                            try? await store.release(leases)
-                            continuation.yield(.released)
+                            // Released only once the store took it: a store that is down is asked
+                            // again until it answers or the stop gives up at its grace (which
+                            // cancels this task and names the jobs in `jobsLeftLeased`).
+                            while !Task.isCancelled {
+                                do {
+                                    try await store.release(leases)
+                                    continuation.yield(.released)
+                                    return
+                                } catch {
+                                    try? await Task.sleep(for: .milliseconds(250))  // the pause between two asks
+                                }
+                            }
                         }
                     case .giveBack(let leases):
                         group.addTask { [store] in try? await store.release(leases) }
