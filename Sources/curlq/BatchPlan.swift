@@ -201,7 +201,7 @@ enum FileKind: Equatable {
     /// of the response it holds the start of, as `DestinationFile.validatorAttribute` in the
     /// engine keeps it: the engine then sends it as If-Range when resuming.
     static func hasPartValidator(_ path: String) -> Bool {
-        lgetxattr(path, "user.curlqueue.validator", nil, 0) > 0
+        lgetxattr(path, PartFileAttribute.validator, nil, 0) > 0
     }
 
     /// The size of a file (following links), or nil.

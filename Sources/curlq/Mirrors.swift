@@ -151,7 +151,7 @@ enum MirrorRules {
     /// for one version; two servers' `Last-Modified` may agree for different bytes). The
     /// checksum decides instead.
     static func dropValidator(_ path: String) {
-        _ = lremovexattr(path, "user.curlqueue.validator")
+        _ = lremovexattr(path, PartFileAttribute.validator)
     }
 
     /// `-H`, `header=`, `-u`, netrc and cookies for a try on `url`: the fields that prove who

@@ -51,7 +51,7 @@ struct DestinationFile {
 
     /// The extended attribute of a `.part` file that holds its validator. Where the file system
     /// keeps no extended attributes, a resume goes without `If-Range`, as before.
-    static let validatorAttribute = "user.curlqueue.validator"
+    static let validatorAttribute = PartFileAttribute.validator
 
     /// Prepares the destination; reads the size of an existing `.part` when resuming, and
     /// removes it otherwise: a `.part` file that is not resumed now must not be resumed by a

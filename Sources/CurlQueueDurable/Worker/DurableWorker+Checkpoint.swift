@@ -11,7 +11,7 @@ import Musl
 extension DurableWorker {
     /// The extended attribute in which the core keeps a `.part` file's validator
     /// (`DestinationFile.validatorAttribute` in CurlQueue).
-    static let validatorAttribute = "user.curlqueue.validator"
+    static let validatorAttribute = PartFileAttribute.validator
 
     /// This boot of the machine: Linux's `/proc/sys/kernel/random/boot_id`, nil where there is none.
     static let currentBootID: String? = {

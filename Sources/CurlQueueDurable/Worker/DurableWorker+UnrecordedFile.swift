@@ -1,4 +1,5 @@
 import CCurl  // for <sys/xattr.h>, which Glibc leaves out
+import CurlQueue
 import Foundation
 import Logging
 #if canImport(Glibc)
@@ -16,7 +17,7 @@ import Musl
 /// length completes it, a changed resource comes whole (200).
 extension DurableWorker {
     /// The extended attribute of a finished download awaiting its record: "BOOT JOB".
-    static let finishedAttribute = "user.curlqueue.finished"
+    static let finishedAttribute = PartFileAttribute.finished
 
     static func finishedMark(bootID: String, job: JobID) -> String { "\(bootID) \(job)" }
 
