@@ -184,19 +184,20 @@ import Glibc
     }
 
     /// --limit-rate holds for a split file, its ranges together (issue 36), as aria2c's
-    /// per-download limit: 1.5 MiB in 4 ranges at 512 KiB/s takes 3 s, not 0.75 s. A lower
-    /// bound only (a range may read one buffer ahead of the rate).
+    /// per-download limit: 3 MiB in 8 ranges at 512 KiB/s takes 6 s, not 0.75 s. A lower
+    /// bound only (a range may read one buffer ahead of the rate), far enough above 0.75 s
+    /// that a loaded machine does not make the old behaviour pass (it did at 2 s for 1.5 MiB).
     @Test func limitRateHoldsForASplitFile() async throws {
         try await withServer { server in
             try await withFolder { folder in
                 let started = ContinuousClock.now
-                let run = try await curlq("get", "-s", "4", "--limit-rate", "512K", "-d", folder.path,
-                                          server.url("/bytes/1572864?etag=a").absoluteString)
+                let run = try await curlq("get", "-s", "8", "--limit-rate", "512K", "-d", folder.path,
+                                          server.url("/bytes/3145728?etag=a").absoluteString)
                 let elapsed = ContinuousClock.now - started
                 #expect(run.status == 0, "\(run)")
-                #expect(isPattern(folder.appendingPathComponent("1572864"), count: 1_572_864), "not the file served")
-                #expect(ranges(server, "/bytes/").count == 5, "not split: \(ranges(server, "/bytes/"))")
-                #expect(elapsed >= .seconds(2), "1.5 MiB under --limit-rate 512K in \(elapsed)")
+                #expect(isPattern(folder.appendingPathComponent("3145728"), count: 3_145_728), "not the file served")
+                #expect(ranges(server, "/bytes/").count == 9, "not split: \(ranges(server, "/bytes/"))")
+                #expect(elapsed >= .milliseconds(4500), "3 MiB under --limit-rate 512K in \(elapsed)")
             }
         }
     }
