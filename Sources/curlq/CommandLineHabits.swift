@@ -79,8 +79,8 @@ enum CommandLineHabits {
                 // `-x8`, `-C-`, `-m60`: a short option with its value stuck to it.
                 throw UsageError("unknown option \(quoted(String(argument.prefix(2)))): \(hint) (see curlq get --help)")
             }
-            if argument.hasPrefix("-"), argument.count > 1, Double(argument) == nil, !isKnown(name),
-               index < arguments.count, !arguments[index].hasPrefix("-") {
+            if argument.hasPrefix("-"), argument.count > 1, index < arguments.count, !arguments[index].hasPrefix("-"),
+               !takingValues.contains(name), Double(argument) == nil, !isKnown(name) {
                 // Else its value would be taken for a URL: `not a URL: '3'`.
                 throw UsageError("unknown option \(quoted(name)) (see curlq get --help)")
             }

@@ -90,6 +90,8 @@ import Glibc
                 process.send(SIGINT)
                 let interrupted = await process.finish()
                 #expect(interrupted.status == 130, "\(interrupted)")
+                // Its ranges file makes it resumable by a plain rerun: no -c advice (issue 36).
+                #expect(interrupted.stderr.contains("Run the same command again to resume them.\n"), "\(interrupted.stderr)")
                 let kept = try #require(SplitSidecar.read(sidecarPath), "no sidecar kept: \(interrupted)")
                 #expect(kept.ranges[0].done == 30_000 && kept.ranges[1...].allSatisfy(\.isComplete), "\(kept)")
                 #expect(!exists(folder.appendingPathComponent("400000")))
