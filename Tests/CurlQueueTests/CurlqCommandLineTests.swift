@@ -24,7 +24,8 @@ import Glibc
         #expect(get.stdout.contains("USAGE: curlq get [<options>] [<URL> ...]"))
         #expect(get.stdout.contains("EXAMPLES:"))
         for option in ["--input", "--dir", "--jobs", "--per-host", "--order", "--retries", "--retry-http", "--max-file-time", "--stall-timeout",
-                       "--connect-timeout", "--continue", "--overwrite", "--header", "--json", "--quiet", "--progress"] {
+                       "--connect-timeout", "--continue", "--overwrite", "--header", "--json", "--quiet", "--progress",
+                       "--location", "--fail", "--remote-time", "--checksum", "--on-download-complete"] {
             #expect(get.stdout.contains(option), "get --help lacks \(option)")
         }
         #expect(try await curlq("help", "get").stdout == get.stdout)
