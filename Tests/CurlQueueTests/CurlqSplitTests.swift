@@ -200,6 +200,15 @@ import Glibc
                 #expect(isPattern(folder.appendingPathComponent("3145728"), count: 3_145_728), "not the file served")
                 #expect(ranges(server, "/bytes/").count == 9, "not split: \(ranges(server, "/bytes/"))")
                 #expect(elapsed >= .milliseconds(4500), "3 MiB under --limit-rate 512K in \(elapsed)")
+
+                // With --max-overall-rate too, each range gets --limit-rate / N: the file still keeps to it.
+                let again = ContinuousClock.now
+                let both = try await curlq("get", "-s", "8", "--limit-rate", "512K", "--max-overall-rate", "100M", "--overwrite",
+                                           "-d", folder.path, server.url("/bytes/3145728?etag=a").absoluteString)
+                let bothElapsed = ContinuousClock.now - again
+                #expect(both.status == 0, "\(both)")
+                #expect(isPattern(folder.appendingPathComponent("3145728"), count: 3_145_728), "not the file served")
+                #expect(bothElapsed >= .milliseconds(4500), "3 MiB under --limit-rate 512K and --max-overall-rate in \(bothElapsed)")
             }
         }
     }
