@@ -151,6 +151,7 @@ let package = Package(
                 "CurlQueueSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),  // to silence the library's log in `get`
             ],
             swiftSettings: strict
         ),

@@ -31,6 +31,19 @@ public enum ErrorWords {
         }
     }
 
+    /// A certificate that failed verification, by libcurl's (OpenSSL's) message: a name that
+    /// does not match the host is not fixed by trusting another CA, an expired one by neither.
+    static func certificateWords(_ message: String) -> String {
+        let lowered = message.lowercased()
+        if lowered.contains("subject name") || lowered.contains("host name") || lowered.contains("hostname mismatch") {
+            return "the server's certificate is not for this host name: \(message) (use the name the certificate was issued for)"
+        }
+        if lowered.contains("expired") || lowered.contains("not yet valid") {
+            return "the server's certificate is out of its validity dates: \(message) (check the clock, or the server's renewal)"
+        }
+        return "the server's certificate is not trusted: \(message) (--cacert adds a CA)"
+    }
+
     /// A transport failure in words; `host` names the host in a DNS failure.
     public static func describe(_ failure: TransportFailure, host: String?) -> String {
         let message = failure.message
@@ -58,7 +71,7 @@ public enum ErrorWords {
         case .readError: return "cannot read the request body"
         case .rangeError: return "the server refused the byte range asked for (resume)"
         case .sslConnectError: return "TLS handshake failed: \(message)"
-        case .peerFailedVerification: return "the server's certificate is not trusted: \(message) (--cacert adds a CA)"
+        case .peerFailedVerification: return certificateWords(message)
         case .sslPinnedPublicKeyNotMatch: return "the server's public key does not match --pinnedpubkey"
         case .tooManyRedirects: return "too many redirects"
         case .badContentEncoding: return "the body's Content-Encoding cannot be decoded"

@@ -49,6 +49,8 @@ struct FileResult: Sendable {
     var mirrors: MirrorReport?
     /// `-J`: `path` is the name the server proposed (Content-Disposition), not the URL's.
     var nameFromServer = false
+    /// `--on-download-complete`: how its run for this file ended; nil when none ran.
+    var hook: DownloadHook.Outcome?
 
     /// `--json`'s `errorKind`: what a script needs to tell a 404 from a network outage.
     typealias ErrorKind = DownloadFailureKind
@@ -69,7 +71,8 @@ struct BatchReport: Sendable {
     var exitStatus: Int32 {
         if case .signal(let number)? = interruption { return ExitStatus.interrupted(by: number) }
         if interruption != nil { return ExitStatus.someFailed }
-        return results.contains { $0.outcome == .failed || $0.outcome == .interrupted } ? ExitStatus.someFailed : ExitStatus.success
+        return results.contains { $0.outcome == .failed || $0.outcome == .interrupted || $0.hook?.succeeded == false }
+            ? ExitStatus.someFailed : ExitStatus.success
     }
 }
 
@@ -134,6 +137,10 @@ struct BatchModel {
         var counted: Int64 = 0
         /// Bytes received for this file in this run.
         var fetched: Int64 = 0
+        /// The final response's `Last-Modified` (for `-R`), when it had one.
+        var lastModified: String?
+        /// The server ignored the Range of a resume: the body came whole (a 200), from byte 0.
+        var restarted = false
         var meter = SpeedMeter()
         var startedAt: Double?
         /// When the transfer ended (before any sha256 check).
@@ -197,6 +204,7 @@ struct BatchModel {
         } else if bytes < item.counted {
             received += bytes  // the server ignored the Range: the file starts over
             item.fetched += bytes
+            item.restarted = true
             item.meter.reset()
         }
         item.counted = bytes

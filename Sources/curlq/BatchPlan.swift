@@ -56,6 +56,10 @@ struct BatchOptions: Sendable {
     /// `-J/--remote-header-name`: a file without `out=`/`-o` takes the name its response's
     /// `Content-Disposition` proposes, once complete (``ContentDisposition``, BatchRunner+ServerName.swift).
     var remoteHeaderName = false
+    /// `-R/--remote-time`: a downloaded file gets its response's `Last-Modified` as its time.
+    var remoteTime = false
+    /// `--on-download-complete`: run after each downloaded file (DownloadHook.swift).
+    var hook: DownloadHook?
 }
 
 /// One file of the batch, with everything decided before the first request. Kept small:
@@ -95,11 +99,13 @@ struct Job: Sendable {
         var bytes: Int64
         /// `--restart` asked for it; else the `.part` had no validator to make a resume safe.
         var asked: Bool
+        /// The `.part` holds the ranges of a split download (`-s`), and this run does not split it.
+        var split = false
 
         var description: String {
-            asked
-                ? "starting over (--restart): discarding \(Format.bytes(bytes)) of .part"
-                : "starting over: the \(Format.bytes(bytes)) .part has no validator from an earlier curlq run; -c resumes it anyway"
+            if asked { return "starting over (--restart): discarding \(Format.bytes(bytes)) of .part" }
+            if split { return "starting over: the .part holds the ranges of a split download; -s resumes them" }
+            return "starting over: the \(Format.bytes(bytes)) .part has no validator from an earlier curlq run; -c resumes it anyway"
         }
     }
 }
@@ -169,6 +175,16 @@ enum BatchPlanner {
         }
         let part = paths.part(job)
         if FileKind.of(part) == .file, let size = FileKind.size(part), size > 0 {
+            // A split download's `.part` (-s) is as long as the file, its holes not yet fetched: only
+            // its ranges file says how much of it is there, and only a split run may resume it.
+            if let ranges = SplitSidecar.read(SplitSidecar.path(forPart: part)), ranges.total == size {
+                if options.restart || options.split < 2 || !job.mirrors.isEmpty {
+                    job.discardedPart = Job.DiscardedPart(bytes: ranges.doneBytes, asked: options.restart, split: !options.restart)
+                } else {
+                    job.resumeOffset = ranges.doneBytes
+                }
+                return .download
+            }
             // A `.part` with the validator the engine keeps with it (an ETag or Last-Modified)
             // is resumed by default: If-Range makes the server send the whole file instead if it
             // changed. Without one, only -c resumes it: nothing says it is the start of this file.

@@ -52,6 +52,8 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     private var timer: (any DispatchSourceTimer)?
     private var continuation: CheckedContinuation<BatchReport, Never>?
     private var isOver = false
+    /// `--on-download-complete` runs not returned yet: the batch ends after them.
+    private var hooksRunning = 0
     private var interruption: Interruption?
     private var startTime = monotonicSeconds()
     // MARK: --session (GetSession.swift): told of each start and end; `recorded` skip with no request.
@@ -183,6 +185,8 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     }
 
     private func add(_ job: Job) {
+        // A `.part` started over leaves no ranges file of a split download behind.
+        if job.discardedPart != nil { SplitSidecar.remove(SplitSidecar.path(forPart: paths.part(job))) }
         if !job.mirrors.isEmpty { return addMirrorTry(job) }  // Mirrors.swift
         let request = makeRequest(job, url: job.url, resume: job.resumeOffset > 0)
         if options.split > 1, !unsplit.contains(job.index) { return split(job, request) }  // SplitDownload.swift
@@ -357,8 +361,12 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         switch result {
         case .success(let response):
             let status = response.status.code
-            if options.verbose { verbose(Verbose.responseLines(url: job.url, status: status, fields: response.headerFields)) }
+            if options.verbose {
+                verbose(Verbose.redirectLines(url: job.url, response: response, fields: requestHeaders(job))
+                    + Verbose.responseLines(url: job.url, status: status, fields: response.headerFields))
+            }
             model.live[index].attempts = response.attempts
+            model.live[index].lastModified = response.headerFields[.lastModified]
             if (200..<300).contains(status), response.fileURL != nil {
                 let proposed = ServerNames.proposed(
                     job, status: status, contentDisposition: response.headerFields[values: .contentDisposition].first)
@@ -416,14 +424,13 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         case .success(let digests) where digests[checksum.algorithm] == checksum.hex:
             place(job, status: status, attempts: attempts, sha256: digests[.sha256], proposed: proposed)
         case .success(let digests):
-            let bytes = FileKind.size(staged) ?? 0
             unlink(staged)
             if mirrorStates[index] != nil {  // another mirror's bytes may be right
                 let got = digests[checksum.algorithm] ?? "nothing"
                 return mirrorFailed(index, reason: "\(name) mismatch: expected \(checksum.hex), got \(got); the download was deleted",
                                     kind: .checksum, status: status)
             }
-            finalize(index, outcome: .failed, status: status, attempts: attempts, bytes: bytes, sha256: digests[.sha256], kind: .checksum,
+            finalize(index, outcome: .failed, status: status, attempts: attempts, bytes: 0, sha256: digests[.sha256], kind: .checksum,
                      error: "\(name) mismatch: expected \(checksum.hex), got \(digests[checksum.algorithm] ?? "nothing"); the download was deleted")
         case .failure(.stopped):
             finalize(index, outcome: .interrupted, status: status, attempts: attempts,
@@ -444,17 +451,23 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         switch serverNames.move(job, from: staged, proposed: proposed, folder: paths.folder) {
         case .moved:
             finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: sha256)
-        case .refused(let name, let code):
-            var kept = staged
-            if staged != final, link(staged, final) == 0 {  // verified: it may take the URL's name, never replacing one
-                unlink(staged)
-                kept = final
+        case .refused(let name, EEXIST):
+            // A run again of a -J batch: the same bytes already there under the server's name are
+            // that file, already there, not a duplicate to keep and fail on.
+            let target = paths.folder + "/" + name
+            hashQueue.async { [self] in
+                let same = ServerNames.sameContents(staged, target)
+                queue.async { [self] in
+                    guard results[index] == nil else { return }
+                    guard same, unlink(staged) == 0 else {
+                        return refused(job, name: name, code: EEXIST, status: status, attempts: attempts, sha256: sha256)
+                    }
+                    serverNames.adopt(job, name: name)
+                    finalize(index, outcome: .skipped, status: status, attempts: attempts, sha256: sha256)
+                }
             }
-            let why = code == EEXIST
-                ? "which is already there (-J never replaces a file)" : "but it cannot take that name (\(String(cString: strerror(code))))"
-            finalize(index, outcome: .failed, status: status, attempts: attempts, bytes: FileKind.size(kept), sha256: sha256,
-                     kind: code == EEXIST ? .existingFile : .file,
-                     error: "the server names it \(name), \(why); the download is kept as \((kept as NSString).lastPathComponent)")
+        case .refused(let name, let code):
+            refused(job, name: name, code: code, status: status, attempts: attempts, sha256: sha256)
         case .unchanged where staged == final:
             finalize(index, outcome: .downloaded, status: status, attempts: attempts, sha256: sha256)
         case .unchanged:
@@ -466,6 +479,24 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
                          error: "cannot move \(staged) to \(final): \(reason)")
             }
         }
+    }
+
+    /// `-J`: the server's name cannot be taken; the download stays, whole, under the URL's name
+    /// (never replacing a file there), and the file fails.
+    private func refused(_ job: Job, name: String, code: Int32, status: Int, attempts: Int, sha256: String?) {
+        let index = job.index
+        let staged = paths.download(job)
+        let final = paths.final(job)
+        var kept = staged
+        if staged != final, link(staged, final) == 0 {  // verified: it may take the URL's name, never replacing one
+            unlink(staged)
+            kept = final
+        }
+        let why = code == EEXIST
+            ? "which is already there with other bytes (-J never replaces a file)" : "but it cannot take that name (\(String(cString: strerror(code))))"
+        finalize(index, outcome: .failed, status: status, attempts: attempts, bytes: FileKind.size(kept), sha256: sha256,
+                 kind: code == EEXIST ? .existingFile : .file,
+                 error: "the server names it \(name), \(why); the download is kept as \((kept as NSString).lastPathComponent)")
     }
 
     /// Hashes a file on the hashing queue, then calls `completion` on `queue`.
@@ -496,6 +527,10 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         let seconds = model.live[index].startedAt.map { now - $0 } ?? 0
         let transferSeconds = model.live[index].startedAt.map { (model.live[index].transferEndedAt ?? now) - $0 } ?? 0
         if outcome == .downloaded { model.settle(index, bytesOnDisk: onDisk, whole: status != 206) }
+        if outcome == .downloaded, options.remoteTime, let text = model.live[index].lastModified, let date = HTTPDate.parse(text) {
+            Self.setModificationTime(path, date)  // -R: as curl, a file without one keeps the time it was written
+        }
+        let status = status ?? (outcome == .interrupted ? bodyStatus(index, partSize: onDisk) : nil)
         var result = Self.classified(FileResult(
             url: job.url, path: path, outcome: outcome, status: status, bytes: onDisk,
             sha256: sha256, attempts: attempts, seconds: seconds,
@@ -514,6 +549,12 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         }
         result.nameFromServer = serverNames.placed[index] != nil
         results[index] = result
+        if outcome == .downloaded, let hook = options.hook {
+            hooksRunning += 1
+            hook.run(path: path, url: job.url, bytes: onDisk, sha256: sha256) { [self] ended in
+                queue.async { [self] in hookEnded(index, ended) }
+            }
+        }
         session?.note(.finished(index, result))
         remaining -= 1
         model.finish(index, result)
@@ -522,8 +563,37 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         if mirrorsHeld { admit() }
     }
 
+    /// `-R`: `date` as the access and modification times of the file at `path` (not through a link).
+    static func setModificationTime(_ path: String, _ date: Date) {
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        let time = timespec(tv_sec: Int(seconds), tv_nsec: 0)
+        var times = [time, time]
+        _ = utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW)
+    }
+
+    /// The status of the response whose body an interrupted transfer was writing: only a 2xx
+    /// body goes to the `.part`, so a `.part` that grew in this run had one, a 206 when it
+    /// resumed the bytes of an earlier run, else a 200 (the transfer's own status is not kept
+    /// past a cancel). Nil when no body had begun.
+    private func bodyStatus(_ index: Int, partSize: Int64) -> Int? {
+        let live = model.live[index]
+        let before = live.restarted ? 0 : model.jobs[index].resumeOffset
+        guard live.fetched > 0, partSize > before else { return nil }
+        return before > 0 ? 206 : 200
+    }
+
+    /// `--on-download-complete` returned for file `index`: noted in its result, said when it failed.
+    private func hookEnded(_ index: Int, _ outcome: DownloadHook.Outcome) {
+        hooksRunning -= 1
+        results[index]?.hook = outcome
+        if !outcome.succeeded, let result = results[index] {
+            display.note("\((result.path as NSString).lastPathComponent): --on-download-complete \(outcome.words)", model)
+        }
+        checkDone()
+    }
+
     private func checkDone() {
-        guard remaining == 0, let continuation, !isOver else { return }
+        guard remaining == 0, hooksRunning == 0, let continuation, !isOver else { return }
         isOver = true
         self.continuation = nil
         timer?.cancel()
@@ -574,8 +644,9 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         model.live[index].transferEndedAt = monotonicSeconds()
         defer { admit() }
         switch outcome {
-        case .done(let attempts, let resumed, let contentDisposition):
+        case .done(let attempts, let resumed, let contentDisposition, let lastModified):
             model.live[index].attempts = attempts
+            model.live[index].lastModified = lastModified
             let proposed = ServerNames.proposed(job, status: 200, contentDisposition: contentDisposition)
             downloaded(job, status: resumed ? 206 : 200, attempts: attempts, digests: [:], proposed: proposed)
         case .failed(let reason, let status, let attempts):
@@ -683,10 +754,14 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
         switch result {
         case .success(let response):
             let status = response.status.code
-            if options.verbose { verbose(Verbose.responseLines(url: url, status: status, fields: response.headerFields)) }
+            if options.verbose {
+                verbose(Verbose.redirectLines(url: url, response: response, fields: requestHeaders(job, url: url))
+                    + Verbose.responseLines(url: url, status: status, fields: response.headerFields))
+            }
             if (200..<300).contains(status), response.fileURL != nil {
                 mirrorStates[index]?.served = mirror
                 model.live[index].attempts = state.tries
+                model.live[index].lastModified = response.headerFields[.lastModified]
                 let proposed = ServerNames.proposed(
                     job, status: status, contentDisposition: response.headerFields[values: .contentDisposition].first)
                 downloaded(job, status: status, attempts: state.tries, digests: response.fileDigests, proposed: proposed)

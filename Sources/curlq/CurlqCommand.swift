@@ -33,7 +33,8 @@ struct Curlq: AsyncParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         PeakMemoryReport.installIfRequested()
         do {
-            var command = try await asyncParseAsRoot(nil)
+            // curl's and aria2c's habits get a message of their own first (CommandLineHabits.swift).
+            var command = try await asyncParseAsRoot(try CommandLineHabits.prepare(Array(CommandLine.arguments.dropFirst())))
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

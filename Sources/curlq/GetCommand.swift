@@ -1,6 +1,7 @@
 import ArgumentParser
 import CurlQueue
 import Foundation
+import Logging
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -47,7 +48,13 @@ struct GetCommand: AsyncParsableCommand {
               curlq get --session s.db -i urls.txt -d downloads  # again after kill -9: goes on
               curlq get --json -q -i - < urls.txt > report.json
 
-            EXIT STATUS: 0 every file downloaded or already there; 1 one or more failed; \
+            A habit of curl or aria2c (--retry, -x, -C -, -m, a bare 'curlq URL') gets a message \
+            with curlq's spelling; -L and -f are accepted and change nothing (curlq always follows \
+            redirects and fails on an HTTP error status). docs/curlq.md, "Where curl's or aria2c's \
+            habits and safety pull apart", says why each choice was made.
+
+            EXIT STATUS: 0 every file downloaded or already there; 1 one or more failed (or an \
+            --on-download-complete hook did); \
             2 usage error (nothing was downloaded); 130 interrupted (SIGINT); 143 terminated (SIGTERM).
             """
     )
@@ -72,6 +79,16 @@ struct GetCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("O"), .customLong("remote-name")],
           help: "Name each file after its URL's last path segment (what curlq always does; accepted as curl's -O).")
     var remoteName = false
+
+    // MARK: curl's habits that are curlq's behaviour anyway (issue 36): accepted, changing nothing
+
+    @Flag(name: [.customShort("L"), .customLong("location")],
+          help: "Accepted for curl's habit; changes nothing: curlq always follows redirects (up to 10), credentials never past another origin.")
+    var location = false
+
+    @Flag(name: [.customShort("f"), .customLong("fail")],
+          help: "Accepted for curl's habit; changes nothing: an HTTP error status always fails its file, and no error body is saved.")
+    var fail = false
 
     @Flag(name: [.customShort("J"), .customLong("remote-header-name")],
           help: "Name each file as its server's Content-Disposition says (filename*, else filename; made safe, base name only, in the -d folder), once it is complete and verified; without one, or for a resumed file whose 206 has none, the URL's name stays. Never replaces a file already there (that file fails, kept under the URL's name). Ignored for a file named by -o or out=. Not with --session.")
@@ -103,7 +120,7 @@ struct GetCommand: AsyncParsableCommand {
     // MARK: One file over several connections (issue 22: -s/--split, SplitDownload.swift)
 
     @Option(name: [.customShort("s"), .customLong("split")],
-            help: ArgumentHelp("Fetch each file as N byte ranges at once, into one NAME.part (as aria2's -x/-s; 1 to 64, default 1). Needs a server that answers ranges with a validator (ETag or Last-Modified), else one connection; each range resumes on a rerun (NAME.part.ranges). A split file takes one -j slot and up to N connections (at most --per-host); --limit-rate applies to each connection.", valueName: "N"))
+            help: ArgumentHelp("Fetch each file as N byte ranges at once, into one NAME.part (as aria2's -x/-s; 1 to 64, default 1). Needs a server that answers ranges with a validator (ETag or Last-Modified), else one connection; each range resumes on a rerun (NAME.part.ranges). A split file takes one -j slot and up to N connections (at most --per-host); --limit-rate holds for the whole file, its ranges together.", valueName: "N"))
     var split: Int = 1
 
     @Flag(name: [.customShort("c"), .customLong("continue")],
@@ -112,6 +129,13 @@ struct GetCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Record the batch in FILE (an SQLite store, created when missing) as it goes: the same command run again after Ctrl-C, a crash or kill -9 skips the files recorded complete (no request), resumes the interrupted ones and runs the rest. Implies -c.", valueName: "FILE"))
     var session: String?
+
+    @Flag(name: [.customShort("R"), .customLong("remote-time")],
+          help: "Give each downloaded file its server's Last-Modified time, as curl's -R (without one, the time it was written).")
+    var remoteTime = false
+
+    @Option(help: ArgumentHelp("The checksum of the one URL, as aria2c's --checksum: sha-256=HEX (or sha256=, sha-512=, sha-1=, md5=); as sha256= in an input file.", valueName: "ALGO=HEX"))
+    var checksum: String?
 
     @Flag(help: "Start every file over, discarding its NAME.part file.")
     var restart = false
@@ -123,15 +147,19 @@ struct GetCommand: AsyncParsableCommand {
     // MARK: Messages a person can act on (issue 22)
 
 
+    @Option(name: .customLong("on-download-complete"),
+            help: ArgumentHelp("After each file is downloaded, run COMMAND (an executable, not a shell line) with the file's absolute path as its one argument, as aria2c's hook; environment: CURLQ_PATH, CURLQ_URL, CURLQ_BYTES, CURLQ_SHA256. One at a time; its output goes to standard error. A hook that fails is reported and makes the exit status 1; the file stays.", valueName: "COMMAND"))
+    var onDownloadComplete: String?
+
     @Flag(name: .customLong("retry-dns"),
           help: "Retry a host name that does not resolve, like a network error; without it the file fails at once, as with curl's --retry.")
     var retryDNS = false
 
 
-    @Flag(name: .shortAndLong, help: "Print each request's and final response's head on standard error, secrets (Authorization, Cookie, Set-Cookie, tokens, URL passwords) hidden.")
+    @Flag(name: .shortAndLong, help: "Print each request's and final response's head on standard error, secrets (Authorization, Cookie, Set-Cookie, tokens, URL passwords) hidden; after redirects, where they led and which given fields were not sent past one to another origin.")
     var verbose = false
 
-    @Flag(help: "When done, print one JSON object on standard output (schema version 1, in docs/curlq.md): per URL its outcome (downloaded, resumed, skipped, failed, interrupted), reason and errorKind, paths that exist, status, bytes, sha256, attempts and seconds.")
+    @Flag(help: "When done, print one JSON object on standard output (schema version 2, in docs/curlq.md): per URL its outcome (downloaded, resumed, skipped, failed, interrupted), reason and errorKind, paths that exist, status, bytes, sha256, attempts and seconds; counts of each (failed: not the interrupted ones, which are unfinished).")
     var json = false
 
     @Flag(name: .shortAndLong, help: "No progress and no summary; failures are still reported.")
@@ -159,12 +187,35 @@ struct GetCommand: AsyncParsableCommand {
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more, not \(retries)") }
         guard (1...SplitSidecar.maxRanges).contains(split) else { throw ValidationError("-s/--split must be 1 to \(SplitSidecar.maxRanges), not \(split)") }
         _ = try Self.parseStatuses(retryHTTP)
+        if let checksum { _ = try Self.parseChecksum(checksum) }
+        if let onDownloadComplete, onDownloadComplete.isEmpty || onDownloadComplete.contains(where: { $0 == " " || $0 == "\t" }),
+           FileKind.of(onDownloadComplete) == .missing {
+            throw ValidationError("--on-download-complete runs one executable with the file's path as its argument, never a shell line: "
+                + "put \(quoted(onDownloadComplete)) in a script and give its path")
+        }
         try transfer.validate(jobs: jobs)
         guard progressInterval.isFinite, progressInterval >= 0, progressInterval <= 1e6 else {
             throw ValidationError("--progress-interval must be a number of seconds, 0 for none, not \(progressInterval)")
         }
         for url in urls {
             if case .failure(let problem) = InputFile.validateURL(url) { throw ValidationError(problem.message) }
+        }
+    }
+
+    /// `--checksum sha-256=HEX` (aria2c's spelling; `sha256=`, `sha-512=`, `sha512=`, `sha-1=`,
+    /// `sha1=`, `md5=` too) → the checksum, or a usage error saying what is accepted.
+    static func parseChecksum(_ text: String) throws -> Checksum {
+        guard let equals = text.firstIndex(of: "=") else {
+            throw ValidationError("--checksum takes ALGO=HEX (sha-256=, sha-512=, sha-1= or md5=), not \(quoted(text))")
+        }
+        let name = text[..<equals].lowercased().replacingOccurrences(of: "-", with: "")
+        guard let algorithm = DigestAlgorithm(rawValue: name), ["sha256", "sha512", "sha1", "md5"].contains(name) else {
+            throw ValidationError("--checksum: unknown algorithm \(quoted(String(text[..<equals]))) (sha-256, sha-512, sha-1 or md5)")
+        }
+        do {
+            return Checksum(algorithm: algorithm, hex: try InputFile.parseDigest(String(text[text.index(after: equals)...]), algorithm))
+        } catch {
+            throw ValidationError("--checksum: \(error.message)")
         }
     }
 
@@ -185,6 +236,9 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (jobs, options) = try makeBatch()
+        // The library's own log (its -k warning for every URL, its retries) says nothing that
+        // curlq does not say itself, once, in its own words; and -q must mean quiet.
+        LoggingSystem.bootstrap { _ in SwiftLogNoOpLogHandler() }
         if transfer.insecure {
             Output.error("curlq: warning: -k/--insecure: certificates are not checked; anyone on the network path can read and change these downloads\n")
         }
@@ -216,6 +270,15 @@ struct GetCommand: AsyncParsableCommand {
             throw UsageError("give at least one URL, or an input file with -i (see curlq get --help)")
         }
         var entries = try readEntries()
+        if let checksum {
+            guard entries.count == 1 else {
+                throw UsageError("--checksum is for one URL (as aria2c's), but there are \(entries.count); give sha256= under each URL in an input file")
+            }
+            if let given = entries[0].checksum, given != (try Self.parseChecksum(checksum)) {
+                throw UsageError("--checksum and the input file's \(given.algorithm.rawValue)= disagree for \(quoted(entries[0].url.absoluteString))")
+            }
+            entries[0].checksum = try Self.parseChecksum(checksum)
+        }
         var folder = directory
         if let output {
             let (outputFolder, name) = try Self.split(output: output, count: entries.count, directory: directory)
@@ -244,6 +307,8 @@ struct GetCommand: AsyncParsableCommand {
         options.verbose = verbose
         options.split = split
         options.remoteHeaderName = remoteHeaderName
+        options.remoteTime = remoteTime
+        options.hook = onDownloadComplete.map(DownloadHook.init(command:))
         return (BatchPlanner.plan(entries, options: options), options)
     }
 
@@ -252,6 +317,7 @@ struct GetCommand: AsyncParsableCommand {
     /// it is read and checked before the first request.
     func readEntries() throws -> [InputEntry] {
         var entries: [InputEntry] = []
+        var bad: [String] = []
         for (number, text) in urls.enumerated() {
             guard case .success(let url) = InputFile.validateURL(text) else { continue }  // checked in validate()
             entries.append(InputEntry(url: url, origin: "argument \(number + 1)"))
@@ -264,14 +330,22 @@ struct GetCommand: AsyncParsableCommand {
             case .success(let bytes): data = bytes
             case .failure(let error): throw UsageError("cannot read the input file \(quoted(path)): \(error.reason)")
             }
-            do {
-                entries += try InputFile.parse(data, origin: name)
-            } catch {
-                throw UsageError("\(name):\(error.line): \(error.message)")
-            }
+            let (parsed, problems) = InputFile.parseAll(data, origin: name)
+            entries += parsed
+            bad += problems.map { "\(name):\($0.line): \($0.message)" }
+        }
+        // Every bad line at once (the first `shownProblems`), so that one run finds them all.
+        if !bad.isEmpty {
+            var text = bad.prefix(Self.shownProblems).joined(separator: "\ncurlq: error: ")
+            if bad.count > Self.shownProblems { text += "\ncurlq: error: … and \(bad.count - Self.shownProblems) more bad lines" }
+            if bad.count > 1 { text += "\ncurlq: \(bad.count) bad input lines; nothing was downloaded" }
+            throw UsageError(text)
         }
         return entries
     }
+
+    /// The most bad input lines reported one by one.
+    static let shownProblems = 20
 
     /// A failed read, with `strerror`'s words for it.
     struct ReadError: Error {

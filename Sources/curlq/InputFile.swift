@@ -102,7 +102,19 @@ enum InputFile {
     static let maxMirrors = 64
 
     /// Parses a whole file (already read). `origin` names it in the entries (`urls.txt`).
+    /// Throws the first bad line; ``parseAll(_:origin:)`` reports every one.
     static func parse(_ data: Data, origin: String) throws(InputFileError) -> [InputEntry] {
+        let (entries, problems) = parseAll(data, origin: origin)
+        if let first = problems.first { throw first }
+        return entries
+    }
+
+    /// Parses a whole file (already read): the entries of its good lines, and every bad line
+    /// (a URL line that is bad takes its option lines with it, unchecked).
+    static func parseAll(_ data: Data, origin: String) -> (entries: [InputEntry], problems: [InputFileError]) {
+        var problems: [InputFileError] = []
+        /// Set after a bad URL line: its option lines belong to it and are skipped.
+        var skippingOptions = false
         var entries: [InputEntry] = []
         var bytes = data[...]
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }  // a UTF-8 BOM
@@ -118,46 +130,63 @@ enum InputFile {
             func fail(_ message: String) -> InputFileError { InputFileError(line: lineNumber, message: message) }
 
             if line.first == " " || line.first == "\t" {
+                if skippingOptions { continue }
                 guard var entry = current else {
-                    throw fail("an indented option line must follow a URL: \(quoted(trimmed))")
+                    problems.append(fail("an indented option line must follow a URL: \(quoted(trimmed))"))
+                    continue
                 }
                 guard let equals = trimmed.firstIndex(of: "=") else {
-                    throw fail("expected key=value (\(keys.joined(separator: ", "))), not \(quoted(trimmed))")
+                    problems.append(fail("expected key=value (\(keys.joined(separator: ", "))), not \(quoted(trimmed))"))
+                    continue
                 }
                 let key = trimmed[..<equals].trimmingCharacters(in: CharacterSet(charactersIn: " \t")).lowercased()
                 let value = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
                 do {
                     try apply(key: key, value: value, to: &entry, seen: &seenKeys)
                 } catch {
-                    throw fail(error.message)
+                    problems.append(fail(error.message))
+                    continue
                 }
                 current = entry
             } else {
                 if let entry = current { entries.append(entry) }
+                current = nil
+                skippingOptions = true  // until this line's URLs are found good
+                func report(_ message: String) -> InputFileError? {
+                    problems.append(InputFileError(line: lineNumber, message: message))
+                    return nil
+                }
                 // A tab between URLs: mirrors of one file (aria2c's format). Nothing else
                 // separates them: a space in a URL stays the error it always was.
                 let fields = trimmed.split(separator: "\t", omittingEmptySubsequences: true).map {
                     $0.trimmingCharacters(in: CharacterSet(charactersIn: " "))
                 }
                 guard fields.count <= maxMirrors else {
-                    throw fail("more than \(maxMirrors) URLs (mirrors) on one line")
+                    _ = report("more than \(maxMirrors) URLs (mirrors) on one line")
+                    continue
                 }
                 var urls: [URL] = []
-                for field in fields {
+                var good = true
+                for field in fields where good {
                     switch validateURL(field) {
                     case .success(let url):
-                        if urls.contains(url) { throw fail("the same URL is given twice on one line: \(quoted(field))") }
-                        urls.append(url)
+                        if urls.contains(url) {
+                            good = report("the same URL is given twice on one line: \(quoted(field))") != nil
+                        } else {
+                            urls.append(url)
+                        }
                     case .failure(let problem):
-                        throw fail(fields.count > 1 ? "mirror \(urls.count + 1): \(problem.message)" : problem.message)
+                        good = report(fields.count > 1 ? "mirror \(urls.count + 1): \(problem.message)" : problem.message) != nil
                     }
                 }
+                guard good else { continue }
+                skippingOptions = false
                 current = InputEntry(url: urls[0], origin: "\(origin):\(lineNumber)", mirrors: Array(urls.dropFirst()))
                 seenKeys = []
             }
         }
         if let entry = current { entries.append(entry) }
-        return entries
+        return (entries, problems)
     }
 
     private static func apply(key: String, value: String, to entry: inout InputEntry, seen: inout Set<String>) throws(InputProblem) {
@@ -224,9 +253,12 @@ enum InputFile {
             return .failure(InputProblem("not a URL (spaces and control characters must be percent-encoded): \(quoted(text))"))
         }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
-            return .failure(InputProblem("not a URL: \(quoted(text))"))
+            return .failure(InputProblem("not a URL: \(quoted(text))" + schemeHint(text)))
         }
         guard scheme == "http" || scheme == "https" else {
+            if !text.contains("://"), let hint = Optional(schemeHint(text)), !hint.isEmpty {  // `localhost:8080/x`
+                return .failure(InputProblem("not a URL: \(quoted(text))" + hint))
+            }
             return .failure(InputProblem("only http and https URLs are supported: \(quoted(text))"))
         }
         guard let host = url.host, !host.isEmpty else {
@@ -236,6 +268,20 @@ enum InputFile {
             return .failure(InputProblem("the port must be 1 to 65535: \(quoted(text))"))
         }
         return .success(url)
+    }
+
+    /// For a host and path typed without a scheme (`example.org/a.iso`, `localhost:8080/x`): the
+    /// URL meant, as a hint (curl guesses http; curlq does not guess, and says what to type).
+    static func schemeHint(_ text: String) -> String {
+        guard !text.contains("://"), !text.hasPrefix("/") else { return "" }
+        let authority = text.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let host = authority.split(separator: ":", maxSplits: 1).first ?? ""
+        let port = authority.split(separator: ":", maxSplits: 1).dropFirst().first
+        guard host == "localhost" || (host.contains(".") && !host.hasPrefix(".") && !host.hasSuffix(".")),
+              host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }),
+              port.map({ !$0.isEmpty && $0.allSatisfy(\.isNumber) }) ?? true
+        else { return "" }
+        return "; a URL needs its scheme: \(quoted("https://" + text)) (or http://)"
     }
 
     /// The longest URL taken, in bytes: far past any server's limit (8 KiB is common), and

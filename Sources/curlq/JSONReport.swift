@@ -4,15 +4,16 @@ import Foundation
 /// `--json`: one JSON object on standard output, written file by file so that a batch of any
 /// size is never held as one big string. Its schema (each field, the outcomes, the error kinds,
 /// the version policy) is documented in docs/curlq.md, "The JSON report"; bump ``version``
-/// when a field changes meaning or goes (adding a field does not bump it).
+/// when a field changes meaning or goes (adding a field does not bump it). Version 2: `failed`
+/// no longer counts the files an interruption stopped (`unfinished` does).
 ///
 /// ```json
-/// {"version":1,"files":[{"url":"…","outcome":"downloaded","path":"…","status":200,"bytes":123,"sha256":"…",
+/// {"version":2,"files":[{"url":"…","outcome":"downloaded","path":"…","status":200,"bytes":123,"sha256":"…",
 ///   "attempts":1,"seconds":0.25,"error":null}],
-///  "downloaded":1,"resumed":0,"skipped":0,"failed":0,"interrupted":false,"seconds":0.3}
+///  "downloaded":1,"resumed":0,"skipped":0,"failed":0,"unfinished":0,"interrupted":false,"seconds":0.3}
 /// ```
 enum JSONReport {
-    static let version = 1
+    static let version = 2
 
     static func write(_ report: BatchReport, to output: (String) -> Void) {
         output("{\"version\":\(version),\"files\":[")
@@ -21,7 +22,7 @@ enum JSONReport {
         }
         let resumed = report.results.reduce(0) { $0 + (outcome($1) == "resumed" ? 1 : 0) }
         output("\n],\"downloaded\":\(report.count(.downloaded)),\"resumed\":\(resumed),\"skipped\":\(report.count(.skipped))"
-            + ",\"failed\":\(report.count(.failed) + report.count(.interrupted))"
+            + ",\"failed\":\(report.count(.failed)),\"unfinished\":\(report.count(.interrupted))"
             + ",\"interrupted\":\(report.interruption != nil),\"seconds\":\(number(report.seconds))}\n")
     }
 
@@ -46,6 +47,10 @@ enum JSONReport {
         }
         if let kind = result.errorKind { text += ",\"errorKind\":\(string(kind.rawValue))" }
         if let mirrors = result.mirrors { text += ",\"mirrors\":" + object(mirrors) }
+        if let hook = result.hook {
+            let status = if case .exited(let code) = hook { String(code) } else { "null" }
+            text += ",\"hook\":{\"ok\":\(hook.succeeded),\"exitStatus\":\(status),\"error\":\(hook.succeeded ? "null" : string(hook.words))}"
+        }
         return text + "}"
     }
 

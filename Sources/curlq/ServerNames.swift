@@ -44,6 +44,47 @@ struct ServerNames {
         return ContentDisposition.safeName(contentDisposition)
     }
 
+    /// The file already under the server's name `name` holds the same bytes as the download,
+    /// which was dropped (a run again of a `-J` batch): the file counts as already there.
+    mutating func adopt(_ job: Job, name: String) {
+        placed[job.index] = name
+    }
+
+    /// Whether the regular files at `a` and `b` hold the same bytes (read in 64 KiB blocks;
+    /// a link at `b` is not followed). Blocking: call it off the batch queue.
+    static func sameContents(_ a: String, _ b: String) -> Bool {
+        var infoA = stat(), infoB = stat()
+        guard lstat(a, &infoA) == 0, lstat(b, &infoB) == 0, (infoA.st_mode & S_IFMT) == S_IFREG,
+              (infoB.st_mode & S_IFMT) == S_IFREG, infoA.st_size == infoB.st_size else { return false }
+        let fa = open(a, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), fb = open(b, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        defer {
+            if fa >= 0 { close(fa) }
+            if fb >= 0 { close(fb) }
+        }
+        guard fa >= 0, fb >= 0 else { return false }
+        let size = 64 * 1024
+        var bufferA = [UInt8](repeating: 0, count: size), bufferB = [UInt8](repeating: 0, count: size)
+        while true {
+            let countA = readFull(fa, &bufferA), countB = readFull(fb, &bufferB)
+            guard countA >= 0, countA == countB else { return false }
+            if countA == 0 { return true }
+            guard bufferA[0..<countA] == bufferB[0..<countB] else { return false }
+        }
+    }
+
+    /// Reads until `buffer` is full or the file ends; the count, or -1 on an error.
+    private static func readFull(_ descriptor: Int32, _ buffer: inout [UInt8]) -> Int {
+        var total = 0
+        while total < buffer.count {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + total, $0.count - total) }
+            if count < 0, errno == EINTR { continue }
+            if count < 0 { return -1 }
+            if count == 0 { break }
+            total += count
+        }
+        return total
+    }
+
     /// Moves the complete file at `staged` to the name proposed for it, unless that is its URL's.
     mutating func move(_ job: Job, from staged: String, proposed: String?, folder: String) -> Placement {
         guard job.takesServerName, let proposed, proposed != job.name else { return .unchanged }

@@ -29,7 +29,8 @@ final class SplitDownload: @unchecked Sendable {
     enum Outcome {
         /// Every range arrived and the `.part` was renamed to the download path. `resumed`: some
         /// bytes came from an earlier run. `contentDisposition`: the probe's (for `-J`).
-        case done(attempts: Int, resumed: Bool, contentDisposition: String?)
+        /// `lastModified`: the probe's (for `-R`).
+        case done(attempts: Int, resumed: Bool, contentDisposition: String?, lastModified: String?)
         /// Not splittable: download it over one connection; the reason says why.
         case fallback(String)
         case failed(String, status: Int?, attempts: Int)
@@ -42,6 +43,8 @@ final class SplitDownload: @unchecked Sendable {
     private let partPath: String
     private let sidecarPath: String
     private let count: Int
+    /// Whether the ranges of an earlier run (the sidecar) may be resumed: not with `--restart`.
+    private let resumes: Bool
     private let maxAttempts: Int
     private let rangeQueue: RequestQueue
     private let onProgress: (_ done: Int64, _ total: Int64) -> Void
@@ -71,14 +74,27 @@ final class SplitDownload: @unchecked Sendable {
         onProgress: @escaping (_ done: Int64, _ total: Int64) -> Void, completion: @escaping (Outcome) -> Void
     ) {
         var base = base
+        self.resumes = base.resume
         base.destination = nil
         base.resume = false
         base.fileDigests = []
+        let count = max(1, min(count, SplitSidecar.maxRanges))
+        // --limit-rate holds for the file, as aria2's per-download limit: its ranges share one
+        // budget. With --max-overall-rate too (a request has one shared limit), each of the
+        // `count` ranges gets an equal share of it instead, which keeps the file under its limit.
+        if let limit = base.maxReceiveSpeed {
+            if base.sharedReceiveLimit == nil {
+                base.sharedReceiveLimit = SharedRateLimit(bytesPerSecond: limit)
+                base.maxReceiveSpeed = nil
+            } else {
+                base.maxReceiveSpeed = max(1, limit / Int64(count))
+            }
+        }
         self.base = base
         self.download = download
         self.partPath = download + ".part"
         self.sidecarPath = SplitSidecar.path(forPart: download + ".part")
-        self.count = max(1, min(count, SplitSidecar.maxRanges))
+        self.count = count
         self.maxAttempts = max(1, maxAttempts)
         self.queue = queue
         self.onProgress = onProgress
@@ -153,7 +169,7 @@ final class SplitDownload: @unchecked Sendable {
     // MARK: The .part file
 
     private func prepare(validator: String, total: Int64) {
-        if let kept = SplitSidecar.read(sidecarPath), kept.validator == validator, kept.total == total,
+        if resumes, let kept = SplitSidecar.read(sidecarPath), kept.validator == validator, kept.total == total,
            let fd = openExisting(size: total) {
             sidecar = kept
             descriptor = fd
@@ -331,7 +347,8 @@ final class SplitDownload: @unchecked Sendable {
         }
         SplitSidecar.remove(sidecarPath)
         finish(.done(attempts: totalAttempts, resumed: resumed,
-                     contentDisposition: probeHead?.headerFields[values: .contentDisposition].first))
+                     contentDisposition: probeHead?.headerFields[values: .contentDisposition].first,
+                     lastModified: probeHead?.headerFields[.lastModified]))
     }
 
     private func closeFile() {

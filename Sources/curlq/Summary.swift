@@ -22,6 +22,11 @@ enum Summary {
             text += Terminal.paint("Failed:", .red, enabled: colours) + "\n"
             for result in failures { text += "  " + failureLine(result) + "\n" }
         }
+        let hooksFailed = report.results.filter { $0.hook?.succeeded == false }
+        if !hooksFailed.isEmpty {
+            text += Terminal.paint("--on-download-complete failed:", .red, enabled: colours) + "\n"
+            for result in hooksFailed { text += "  " + hookLine(result) + "\n" }
+        }
         let unfinished = report.results.filter { $0.outcome == .interrupted }
         if !unfinished.isEmpty {
             let kept = unfinished.filter { $0.bytes > 0 }
@@ -30,7 +35,17 @@ enum Summary {
                 let bytes = kept.reduce(Int64(0)) { $0 + $1.bytes }
                 text += " (\(kept.count) with \(Format.bytes(bytes)) kept as .part files)"
             }
-            text += ".\nRun the same command with -c to resume them.\n"
+            text += ".\nRun the same command again to resume them"
+            // A `.part` is resumed by default only with the validator kept with it (or, split, its ranges).
+            let unchecked = unfinished.filter { result in
+                guard let part = result.partialPath, part.hasSuffix(".part"), FileKind.size(part) ?? 0 > 0 else { return false }
+                return !FileKind.hasPartValidator(part) && FileKind.of(SplitSidecar.path(forPart: part)) != .file
+            }
+            if !unchecked.isEmpty {
+                text += "; \(unchecked.count) of them \(unchecked.count == 1 ? "has" : "have") no validator (no ETag or Last-Modified "
+                    + "from the server) and will start over, unless -c resumes \(unchecked.count == 1 ? "it" : "them") unchecked"
+            }
+            text += ".\n"
         }
         return text
     }
@@ -38,6 +53,11 @@ enum Summary {
     /// `--quiet`: only what went wrong, one line per file.
     static func quietText(_ report: BatchReport) -> String {
         report.results.filter { $0.outcome == .failed }.map { "curlq: failed: " + failureLine($0) + "\n" }.joined()
+            + report.results.filter { $0.hook?.succeeded == false }.map { "curlq: --on-download-complete: " + hookLine($0) + "\n" }.joined()
+    }
+
+    static func hookLine(_ result: FileResult) -> String {
+        Format.safe("\((result.path as NSString).lastPathComponent): \(result.hook?.words ?? "")")
     }
 
     static func failureLine(_ result: FileResult) -> String {

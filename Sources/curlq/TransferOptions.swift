@@ -53,7 +53,7 @@ struct TransferOptions: ParsableArguments {
     var speedTime: Double = 30
 
     @Option(name: .customLong("limit-rate"),
-            help: ArgumentHelp("Receive each file at most RATE bytes/s: 500K, 2M, 1G (K = 1024), as curl's (default: none).", valueName: "RATE"))
+            help: ArgumentHelp("Receive each file at most RATE bytes/s: 500K, 2M, 1G (K = 1024), as curl's (default: none); a split file (-s) too, all its ranges together.", valueName: "RATE"))
     var limitRate: String?
 
     @Option(name: .customLong("max-overall-rate"),

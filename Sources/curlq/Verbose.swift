@@ -23,6 +23,33 @@ enum Verbose {
         }
     }
 
+    /// Where redirects led (`*` lines, as curl's notes), and the fields the engine did not carry
+    /// to another origin (``Request/fieldsAllowedAcrossOrigins``), by name: a `-u`, `-H` or
+    /// cookie that the final server never got is said, never shown. Only the first and last
+    /// URL are known here, not the hops between.
+    static func redirectLines(url: URL, response: Response, fields: [HeaderField]) -> [String] {
+        let count = response.metrics.redirectCount
+        guard count > 0, let final = response.effectiveURL else { return [] }
+        var lines = ["* followed \(count) redirect\(count == 1 ? "" : "s") to \(redactor.redact(final))"]
+        if origin(final) != origin(url) {
+            var names: [String] = []
+            for field in fields where !Request.fieldsSentToAnyOrigin.contains(HTTPField.Name(field.name) ?? .accept) {
+                if !names.contains(where: { $0.lowercased() == field.name.lowercased() }) { names.append(field.name) }
+            }
+            if !names.isEmpty {
+                lines.append("* not sent past the redirect to another origin (\(origin(final))): \(names.joined(separator: ", "))")
+            }
+        }
+        return lines
+    }
+
+    /// `scheme://host:port`, lowercased, the scheme's port when none is given.
+    static func origin(_ url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? ""
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+    }
+
     static func responseLines(url: URL, status: Int, fields: HTTPFields) -> [String] {
         ["< \(status) (\(redactor.redact(url)))"] + redactor.redact(fields).map { "< " + $0 }
     }

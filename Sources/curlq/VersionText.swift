@@ -22,7 +22,8 @@ enum VersionText {
         }
         var lines = ["curlq \(CurlqVersion.number) (\(libraries.joined(separator: " ")))"]
         lines.append("libcurl \(libcurl), TLS: \(tls)")
-        lines.append("Protocols: " + names(info.protocols).joined(separator: " "))
+        // The protocols curlq takes (its URLs are http and https only), of those libcurl has.
+        lines.append("Protocols: " + names(info.protocols).filter { $0 == "http" || $0 == "https" }.joined(separator: " "))
         if info.age.rawValue >= CURLVERSION_ELEVENTH.rawValue {
             lines.append("Features: " + names(info.feature_names).joined(separator: " "))
         }

@@ -33,6 +33,8 @@ import Glibc
                 #expect(reports[0]["sha256"] as? String == right)
                 #expect((reports[0]["error"] as? String)?.contains("sha256 mismatch") == true)
                 #expect(reports[0]["status"] as? Int == 200)
+                // The download was deleted: no bytes stand for it (issue 36).
+                #expect(reports[0]["bytes"] as? Int == 0, "\(reports[0])")
                 #expect(reports[1]["sha256"] as? String == right)
                 #expect(reports[1]["error"] is NSNull)
                 // An existing file is checked too, and not replaced without --overwrite.
@@ -105,6 +107,31 @@ import Glibc
                 #expect(twice.status == 2 && twice.stderr.contains("md5= and sha1= are both given for this URL"), "\(twice.stderr)")
                 let short = try await curlq("get", "-i", "-", "-d", folder.path, input: "\(server.url("/bytes/1"))\n  md5=\(digest(.sha1))")
                 #expect(short.status == 2 && short.stderr.contains("md5= needs 32 hexadecimal digits"), "\(short.stderr)")
+            }
+        }
+    }
+
+    /// `--checksum ALGO=HEX` (issue 36, aria2c's spelling) checks the one URL as sha256= would.
+    @Test func checksumOnTheCommandLine() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let url = server.url("/bytes/5000").absoluteString
+                let right = SHA256.hex(of: FixtureServer.expectedBytes(count: 5000))
+                let wrong = String(repeating: "0", count: 64)
+                let bad = try await curlq("get", "-d", folder.path, "--checksum", "sha-256=\(wrong)", url)
+                #expect(bad.status == 1 && bad.stderr.contains("sha256 mismatch"), "\(bad)")
+                #expect(files(in: folder).isEmpty)
+                let good = try await curlq("get", "-d", folder.path, "--checksum", "SHA-256=\(right.uppercased())", url)
+                #expect(good.status == 0, "\(good)")
+                #expect(contents(folder.appendingPathComponent("5000")) == FixtureServer.expectedBytes(count: 5000))
+                for (arguments, message) in [
+                    (["--checksum", "sha256=\(right)", url, url + "?b"], "--checksum is for one URL"),
+                    (["--checksum", "crc32=abcd", url], "unknown algorithm 'crc32'"),
+                    (["--checksum", "sha-256=abc", url], "sha256= needs 64 hexadecimal digits"),
+                ] {
+                    let run = try await curlq(["get", "-d", folder.path] + arguments)
+                    #expect(run.status == 2 && run.stderr.contains(message), "\(arguments): \(run)")
+                }
             }
         }
     }

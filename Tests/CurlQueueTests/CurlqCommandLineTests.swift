@@ -24,7 +24,8 @@ import Glibc
         #expect(get.stdout.contains("USAGE: curlq get [<options>] [<URL> ...]"))
         #expect(get.stdout.contains("EXAMPLES:"))
         for option in ["--input", "--dir", "--jobs", "--per-host", "--order", "--retries", "--retry-http", "--max-file-time", "--stall-timeout",
-                       "--connect-timeout", "--continue", "--overwrite", "--header", "--json", "--quiet", "--progress"] {
+                       "--connect-timeout", "--continue", "--overwrite", "--header", "--json", "--quiet", "--progress",
+                       "--location", "--fail", "--remote-time", "--checksum", "--on-download-complete"] {
             #expect(get.stdout.contains(option), "get --help lacks \(option)")
         }
         #expect(try await curlq("help", "get").stdout == get.stdout)
@@ -37,9 +38,9 @@ import Glibc
                 let input = folder.appendingPathComponent("urls.txt")
                 try "# list\n\(good)\n  out=a\n\(good)\n  priority=urgent\n".write(to: input, atomically: true, encoding: .utf8)
                 let cases: [([String], String)] = [
-                    (["get", "--bogus", good], "Unknown option '--bogus'"),
+                    (["get", "--bogus", good], "unknown option '--bogus'"),
                     (["get", "-j", "many", good], "'many' is invalid"),
-                    (["get", "-j", "-1", good], "Missing value for '-j <N>'"),
+                    (["get", "-j", "-1", good], "--jobs must be 0 (no limit) or more, not -1"),
                     (["get", "--jobs=-1", good], "--jobs must be 0"),
                     (["get", "--per-host=-2", good], "--per-host must be 0"),
                     (["get", "--retries=-1", good], "--retries must be 0"),

@@ -5,7 +5,7 @@ import CurlQueueTestSupport
 import Foundation
 import Testing
 
-/// `--json`'s schema, version 1 (docs/curlq.md, "The JSON report"): an outcome per file, a
+/// `--json`'s schema, version 2 (docs/curlq.md, "The JSON report"): an outcome per file, a
 /// reason and an error kind when it was not downloaded, paths only when they exist.
 @Suite struct CurlqJSONReportTests {
     @Test func everyRecordHasAnOutcomeAndAScriptCanTellA404FromAnOutage() async throws {
@@ -22,8 +22,9 @@ import Testing
                 }
                 #expect(run.status == 1, "\(run)")
                 let object = try run.json()
-                #expect(object["version"] as? Int == 1)
+                #expect(object["version"] as? Int == 2)
                 #expect(object["downloaded"] as? Int == 2 && object["resumed"] as? Int == 1 && object["failed"] as? Int == 3)
+                #expect(object["unfinished"] as? Int == 0)
                 let files = try run.jsonFiles()
                 try #require(files.count == 6)
                 func field(_ index: Int, _ key: String) -> Any? { files[index][key] }
@@ -68,6 +69,12 @@ import Testing
                 #expect(record["partialPath"] as? String == URL(fileURLWithPath: part).standardizedFileURL.path, "\(record)")
                 #expect(record["path"] == nil)
                 #expect((record["reason"] as? String)?.contains("SIGINT") == true)
+                // Its body was a 200's; and a script alerting on `failed > 0` is not woken by a Ctrl-C (issue 36).
+                #expect(record["status"] as? Int == 200, "\(record)")
+                #expect(record["bytes"] as? Int == 30_000, "\(record)")
+                let object = try run.json()
+                #expect(object["failed"] as? Int == 0 && object["unfinished"] as? Int == 1, "\(object)")
+                #expect(object["interrupted"] as? Bool == true)
             }
         }
     }

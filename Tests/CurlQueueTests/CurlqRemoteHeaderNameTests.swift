@@ -98,7 +98,7 @@ import Testing
                 #expect(run.status == 1, "\(run)")
                 #expect(contents(mine) == Array("mine".utf8))
                 #expect(contents(folder.appendingPathComponent("100")) == FixtureServer.expectedBytes(count: 100))
-                #expect(run.stderr.contains("the server names it report.pdf, which is already there (-J never replaces a file); the download is kept as 100"),
+                #expect(run.stderr.contains("the server names it report.pdf, which is already there with other bytes (-J never replaces a file); the download is kept as 100"),
                         "\(run.stderr)")
                 let report = try #require(try run.jsonFiles().first)
                 #expect(report["outcome"] as? String == "failed")
@@ -113,6 +113,28 @@ import Testing
                 #expect(checked.status == 1, "\(checked)")
                 #expect(contents(mine) == Array("mine".utf8))
                 #expect(files(in: folder) == ["100", "200", "report.pdf"])
+            }
+        }
+    }
+
+    /// The same -J command run again (issue 36): the file already under the server's name holds
+    /// the bytes downloaded again, so it is already there: exit 0, no duplicate under the URL's name.
+    @Test func aRunAgainFindsTheFileAlreadyThere() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let url = Self.url(server, 1000, "attachment; filename=report.pdf")
+                let arguments = ["get", "-J", "--json", "--progress", "lines", "-d", folder.path, url]
+                let first = try await curlq(arguments)
+                #expect(first.status == 0, "\(first)")
+                let again = try await curlq(arguments)
+                #expect(again.status == 0, "\(again)")
+                #expect(files(in: folder) == ["report.pdf"], "a duplicate was kept")
+                #expect(contents(folder.appendingPathComponent("report.pdf")) == FixtureServer.expectedBytes(count: 1000))
+                let report = try #require(try again.jsonFiles().first)
+                #expect(report["outcome"] as? String == "skipped", "\(report)")
+                #expect(report["path"] as? String == folder.appendingPathComponent("report.pdf").path)
+                #expect(report["nameFromServer"] as? Bool == true)
+                #expect(again.stderr.contains("1 already there"), "\(again.stderr)")
             }
         }
     }

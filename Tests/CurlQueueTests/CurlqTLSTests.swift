@@ -47,4 +47,30 @@ import Glibc
             #expect(missing.status == 2 && missing.stderr.contains("$CURL_CA_BUNDLE: cannot read the CA file"), "\(missing)")
         }
     }
+
+    /// A certificate for another host name is not a CA to add (issue 36): the message says which
+    /// it is. And -k with -q prints curlq's one warning, not a library log line per URL.
+    @Test func aNameMismatchIsToldFromAnUntrustedCAAndInsecureIsQuiet() async throws {
+        let server = try await NginxServer.start()
+        defer { server.shutdown() }
+        try await withFolder { folder in
+            let unset = ["CURL_CA_BUNDLE": "", "SSL_CERT_FILE": "", "SSL_CERT_DIR": ""]
+            let wrongName = server.url("/files/1k", certificate: .wrongName).absoluteString
+            let mismatch = try await CurlqProcess(["get", "--retries", "0", "-d", folder.path, "--cacert", server.caFile, wrongName],
+                                                  environment: unset).finish()
+            #expect(mismatch.status == 1, "\(mismatch)")
+            #expect(mismatch.stderr.contains("not for this host name"), "\(mismatch.stderr)")
+            #expect(!mismatch.stderr.contains("--cacert"), "a name mismatch is not fixed by a CA: \(mismatch.stderr)")
+            let untrusted = try await CurlqProcess(["get", "--retries", "0", "-d", folder.path, server.url("/files/1k").absoluteString],
+                                                   environment: unset).finish()
+            #expect(untrusted.status == 1, "\(untrusted)")
+            #expect(untrusted.stderr.contains("not trusted") && untrusted.stderr.contains("--cacert adds a CA"), "\(untrusted.stderr)")
+
+            let urls = ["/files/1k", "/files/1k?b", "/files/1k?c"].map { server.url($0).absoluteString }
+            let quiet = try await CurlqProcess(["get", "-k", "-q", "-d", folder.path] + urls, environment: unset).finish()
+            #expect(quiet.status == 0, "\(quiet)")
+            let lines = quiet.stderr.split(separator: "\n").filter { !$0.hasPrefix("curlq: peak memory") }
+            #expect(lines.count == 1 && lines[0].hasPrefix("curlq: warning: -k/--insecure"), "\(quiet.stderr)")
+        }
+    }
 }

@@ -35,4 +35,28 @@ import Testing
             }
         }
     }
+
+    /// -v says where redirects led, and which of the fields given were not sent past a redirect
+    /// to another origin (issue 36), by name only.
+    @Test func verboseShowsRedirectsAndTheFieldsWithheld() async throws {
+        try await withServer { server in
+            try await withServer { other in
+                try await withFolder { folder in
+                    let target = other.url("/bytes/30").absoluteString
+                    let away = server.url("/redirect?to=" + target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+                    let within = server.url("/redirect-chain/2")
+                    let run = try await curlq(["get", "-v", "-d", folder.path, "-u", "alice:pa55-SECRET", "-H", "X-Api-Key: keySECRET",
+                                               "-H", "Accept: */*", away.absoluteString, within.absoluteString])
+                    #expect(run.status == 0, "\(run)")
+                    #expect(other.requests.first?.header("Authorization") == nil)
+                    #expect(run.stderr.contains("* followed 1 redirect to \(target)"), "\(run.stderr)")
+                    #expect(run.stderr.contains("* not sent past the redirect to another origin (http://127.0.0.1:\(other.url("/").port!)): X-Api-Key, Authorization"),
+                            "\(run.stderr)")
+                    #expect(run.stderr.contains("* followed 2 redirects to \(server.url("/redirect-chain/0").absoluteString)"), "\(run.stderr)")
+                    #expect(run.stderr.components(separatedBy: "* not sent").count == 2, "only the redirect away withholds: \(run.stderr)")
+                    #expect(!run.stderr.contains("SECRET"))
+                }
+            }
+        }
+    }
 }
