@@ -18,6 +18,12 @@ struct ResponseHeadParser {
     private(set) var fieldLines: [UInt8] = []
     /// True once the blank line after the current head arrived.
     private(set) var isComplete = false
+    /// The current head's `Content-Length` as a number, read as its line arrives: what
+    /// `Int64(fields[.contentLength])` gives, nil without that field, with two of them (their
+    /// values joined by a comma) or with a value that is not a number.
+    private(set) var contentLength: Int64?
+    /// How many `Content-Length` lines the current head has had.
+    private var contentLengthLines = 0
 
     /// The fields of the current head, in order; lines that are not valid fields are skipped.
     /// Parsed anew at each read.
@@ -37,6 +43,8 @@ struct ResponseHeadParser {
                 self.status = status
                 self.fieldLines.removeAll(keepingCapacity: true)
                 self.isComplete = false
+                self.contentLength = nil
+                self.contentLengthLines = 0
             }
             return false
         }
@@ -49,11 +57,34 @@ struct ResponseHeadParser {
         guard status != nil, !isComplete else { return false }
         if fieldLines.isEmpty { fieldLines.reserveCapacity(Self.expectedFieldBytes) }
         let line = bytes.count <= Self.maxLineLength ? bytes : UnsafeRawBufferPointer(rebasing: bytes[..<Self.maxLineLength])
+        if line.count > Self.contentLengthName.count, line[0] | 0x20 == UInt8(ascii: "c") { noteContentLength(line) }
         fieldLines.append(UInt8(truncatingIfNeeded: line.count >> 16))
         fieldLines.append(UInt8(truncatingIfNeeded: line.count >> 8))
         fieldLines.append(UInt8(truncatingIfNeeded: line.count))
         fieldLines.append(contentsOf: line)
         return false
+    }
+
+    /// `content-length`, in lowercase.
+    private static let contentLengthName: [UInt8] = Array("content-length".utf8)
+
+    /// Reads `line` as the `Content-Length` field when it is one (its name in any case, before
+    /// the colon), as ``parseFieldLine(_:)`` and `HTTPFields` would: the value without spaces
+    /// or tabs around it, as `Int64` parses text.
+    private mutating func noteContentLength(_ line: UnsafeRawBufferPointer) {
+        let name = Self.contentLengthName
+        guard line[name.count] == UInt8(ascii: ":") else { return }
+        for index in 0..<name.count where line[index] | 0x20 != name[index] { return }
+        contentLengthLines += 1
+        guard contentLengthLines == 1 else {
+            contentLength = nil  // joined with a comma, the values are no number
+            return
+        }
+        var start = name.count + 1
+        var stop = line.count
+        while start < stop, FieldBytes.isWhitespace(line[start]) { start += 1 }
+        while stop > start, FieldBytes.isWhitespace(line[stop - 1]) { stop -= 1 }
+        contentLength = Int64(String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<stop]), as: UTF8.self))
     }
 
     /// Room made for the field lines of a head at its first line: enough for most servers'
