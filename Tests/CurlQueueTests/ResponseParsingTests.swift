@@ -88,6 +88,7 @@ import Testing
             ["Content-Length: -5"], ["Content-Length: 5", "Content-Length: 5"], ["Content-Length: 12x"],
             ["Content-Length: 99999999999999999999"], ["Content-Length:"], ["Content-Length : 5"], ["Content-Lengthy: 5"],
             ["Content-Type: text/plain"], ["X: 1", "Content-Length: 42", "Cache-Control: no"], [],
+            ["CoNtEnT-lEnGtH: 3"], ["Content_Length: 5"], ["Content-LengtH:6"], ["Content Length: 5"], ["Content-Lengt: 5"],
         ]
         for lines in heads {
             let head = parse(["HTTP/1.1 200 OK\r\n"] + lines.map { $0 + "\r\n" } + ["\r\n"])

@@ -57,7 +57,7 @@ struct ResponseHeadParser {
         guard status != nil, !isComplete else { return false }
         if fieldLines.isEmpty { fieldLines.reserveCapacity(Self.expectedFieldBytes) }
         let line = bytes.count <= Self.maxLineLength ? bytes : UnsafeRawBufferPointer(rebasing: bytes[..<Self.maxLineLength])
-        if line.count > Self.contentLengthName.count, line[0] | 0x20 == UInt8(ascii: "c") { noteContentLength(line) }
+        if line.count > Self.contentLengthNameLength, line[0] | 0x20 == UInt8(ascii: "c") { noteContentLength(line) }
         fieldLines.append(UInt8(truncatingIfNeeded: line.count >> 16))
         fieldLines.append(UInt8(truncatingIfNeeded: line.count >> 8))
         fieldLines.append(UInt8(truncatingIfNeeded: line.count))
@@ -65,22 +65,33 @@ struct ResponseHeadParser {
         return false
     }
 
-    /// `content-length`, in lowercase.
-    private static let contentLengthName: [UInt8] = Array("content-length".utf8)
+    /// The length of `content-length`.
+    private static let contentLengthNameLength = 14
+
+    /// Whether `line` starts with `content-length:`, the name in any case: two overlapping
+    /// words of eight bytes, the letters' case bit set (a letter only matches itself in either
+    /// case; any other byte set so matches no letter).
+    private static func startsWithContentLengthName(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard line.count > contentLengthNameLength, let base = line.baseAddress,
+              line[contentLengthNameLength] == UInt8(ascii: ":") else { return false }
+        // Little-endian: "content-" and "t-length", with 0x20 on each letter's byte.
+        let first = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+        let second = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 6, as: UInt64.self))
+        return first | 0x0020_2020_2020_2020 == 0x2D74_6E65_746E_6F63
+            && second | 0x2020_2020_2020_0020 == 0x6874_676E_656C_2D74
+    }
 
     /// Reads `line` as the `Content-Length` field when it is one (its name in any case, before
     /// the colon), as ``parseFieldLine(_:)`` and `HTTPFields` would: the value without spaces
     /// or tabs around it, as `Int64` parses text.
     private mutating func noteContentLength(_ line: UnsafeRawBufferPointer) {
-        let name = Self.contentLengthName
-        guard line[name.count] == UInt8(ascii: ":") else { return }
-        for index in 0..<name.count where line[index] | 0x20 != name[index] { return }
+        guard Self.startsWithContentLengthName(line) else { return }
         contentLengthLines += 1
         guard contentLengthLines == 1 else {
             contentLength = nil  // joined with a comma, the values are no number
             return
         }
-        var start = name.count + 1
+        var start = Self.contentLengthNameLength + 1
         var stop = line.count
         while start < stop, FieldBytes.isWhitespace(line[start]) { start += 1 }
         while stop > start, FieldBytes.isWhitespace(line[stop - 1]) { stop -= 1 }
