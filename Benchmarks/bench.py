@@ -163,9 +163,12 @@ rm -f ca.key
 
 
 class Workload:
-    def __init__(self, name, title, path, n, c, expect, tls=False, kind="small", out=False, mode=None, same_url=False):
+    def __init__(self, name, title, path, n, c, expect, tls=False, kind="small", out=False, mode=None, same_url=False,
+                 keep=False):
         self.name, self.title, self.path, self.n, self.c = name, title, path, n, c
         self.expect, self.tls, self.kind, self.out = expect, tls, kind, out
+        # keep: bodies kept in memory, however large (cq-bench --keep-bodies).
+        self.keep = keep
         # mode: cq-bench's --mode for a sched workload (default: its name). same_url: every
         # request equal (cq-bench --same-url, duplicates allowed); CurlQueue's handlers form only.
         self.mode, self.same_url = mode or name, same_url
@@ -180,6 +183,7 @@ def workloads():
         Workload("h2-c64", f"{SMALL_N:,} × 1 KiB GET, HTTPS + HTTP/2, c=64", "/1k", SMALL_N, 64, 1024, tls=True),
         Workload("big-stream", big_title + ", streamed (discarded)", "/big", BIG_N, 4, BIG_SIZE, kind="big"),
         Workload("big-files", big_title + ", written to files", "/big", BIG_N, 4, BIG_SIZE, kind="big", out=True),
+        Workload("big-memory", big_title + ", kept in memory", "/big", BIG_N, 4, BIG_SIZE, kind="big", keep=True),
         Workload("slow-100", f"100 slow transfers (32 KiB at {SLOW_RATE}/s), all at once", "/slow/32k", 100, 100,
                  SLOW_SIZE, kind="slow"),
         Workload("slow-1000", f"1,000 slow transfers (32 KiB at {SLOW_RATE}/s), all at once", "/slow/32k", 1000, 1000,
@@ -238,6 +242,13 @@ def client_command(client, w, server, work, out_dir):
 
     if w.same_url:
         common += ["--same-url"]
+    if w.keep and (client.startswith("cq-") or client.startswith("cq@")):
+        # Bodies over Request.maxInMemoryBodySize's default (64 MiB): cq-bench sets the limit
+        # to --expect's size and says so on stderr.
+        common += ["--keep-bodies"]
+        NOTES["cq-keep"] = ("CurlQueue's kept-in-memory cells keep each body whole (`cq-bench --keep-bodies`): "
+                            "bodies over the 64 MiB default of `Request.maxInMemoryBodySize` need a higher limit, "
+                            "which the client sets to the announced size (and says so).")
     if w.kind == "sched":
         if client != "cq-handler" and not client.startswith("cq@"):
             return None

@@ -8,9 +8,10 @@
  * Swift clients.
  *
  *   multi_bench --url BASE --requests N --concurrency C [--ca FILE] [--buffer BYTES]
- *               [--out DIR] [--expect BYTES]
+ *               [--out DIR] [--expect BYTES] [--same-url]
  *
- * Request i fetches BASE?i=<i>. Build: cc -O2 -o multi_bench multi_bench.c -lcurl
+ * Request i fetches BASE?i=<i>; with --same-url every request fetches BASE itself (as
+ * cq-bench --same-url). Build: cc -O2 -o multi_bench multi_bench.c -lcurl
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -31,6 +32,7 @@ struct slot {
 
 static const char *base_url, *out_dir;
 static long expect = -1;
+static int same_url = 0;
 
 static double now(void) {
     struct timespec t;
@@ -69,7 +71,8 @@ static size_t on_data(char *data, size_t size, size_t count, void *userdata) {
 
 static void begin(struct slot *s, long index) {
     char url[4096];
-    snprintf(url, sizeof url, "%s?i=%ld", base_url, index);
+    if (same_url) snprintf(url, sizeof url, "%s", base_url);
+    else snprintf(url, sizeof url, "%s?i=%ld", base_url, index);
     curl_easy_setopt(s->easy, CURLOPT_URL, url);
     s->index = index;
     s->bytes = 0;
@@ -84,7 +87,9 @@ static void begin(struct slot *s, long index) {
 int main(int argc, char **argv) {
     long requests = 0, concurrency = 1, buffer = 0;
     const char *ca = NULL;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--same-url")) { same_url = 1; i--; continue; }
+        if (i + 1 >= argc) { fprintf(stderr, "missing value for %s\n", argv[i]); return 2; }
         if (!strcmp(argv[i], "--url")) base_url = argv[i + 1];
         else if (!strcmp(argv[i], "--requests")) requests = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--concurrency")) concurrency = atol(argv[i + 1]);

@@ -80,6 +80,26 @@ import Testing
         }
     }
 
+    /// The Content-Length read as its line arrives is the number the parsed fields give: the
+    /// body limit refuses an announced body by it without parsing the head again.
+    @Test func theContentLengthReadAsItArrivesIsTheFieldsNumber() {
+        let heads: [[String]] = [
+            ["Content-Length: 1024"], ["content-length:7"], ["CONTENT-LENGTH: \t 70000000 \t"], ["Content-Length: +5"],
+            ["Content-Length: -5"], ["Content-Length: 5", "Content-Length: 5"], ["Content-Length: 12x"],
+            ["Content-Length: 99999999999999999999"], ["Content-Length:"], ["Content-Length : 5"], ["Content-Lengthy: 5"],
+            ["Content-Type: text/plain"], ["X: 1", "Content-Length: 42", "Cache-Control: no"], [],
+            ["CoNtEnT-lEnGtH: 3"], ["Content_Length: 5"], ["Content-LengtH:6"], ["Content Length: 5"], ["Content-Lengt: 5"],
+        ]
+        for lines in heads {
+            let head = parse(["HTTP/1.1 200 OK\r\n"] + lines.map { $0 + "\r\n" } + ["\r\n"])
+            #expect(head.contentLength == head.fields[.contentLength].flatMap { Int64($0) }, "\(lines)")
+        }
+        #expect(parse(["HTTP/1.1 200 OK\r\n", "Content-Length: 1024\r\n", "\r\n"]).contentLength == 1024)
+        // A later head (after a 100 Continue or a redirect) has its own.
+        let later = parse(["HTTP/1.1 302 Found\r\n", "Content-Length: 9\r\n", "\r\n", "HTTP/1.1 200 OK\r\n", "\r\n"])
+        #expect(later.contentLength == nil)
+    }
+
     @Test func valuesAreTheFieldsHTTPTypesBuildsFromTheBytes() {
         // Printable ASCII takes a fast path; any other value, with control bytes, tabs or obs-text
         // anywhere around the eight-byte words the fast path reads, must come out as before.

@@ -15,6 +15,7 @@ import Glibc
 ///     --expect BYTES      the body size every response must have (else it counts as an error)
 ///     --mode NAME         client-specific variant (cq-bench: handler, async, sched-cancel, sched-priority)
 ///     --same-url          every request fetches URL itself: all requests are equal
+///     --keep-bodies       keep every body in memory, however large (cq-bench: not discarded)
 public struct Workload: Sendable {
     public var url = ""
     public var requests = 0
@@ -25,6 +26,8 @@ public struct Workload: Sendable {
     public var mode = ""
     /// With `--same-url`: every request fetches `url` itself, so all requests are equal.
     public var sameURL = false
+    /// With `--keep-bodies`: bodies are kept in memory, however large.
+    public var keepBodies = false
 
     public init(arguments: [String] = CommandLine.arguments) {
         var index = 1
@@ -43,6 +46,7 @@ public struct Workload: Sendable {
             case "--expect": expectedBytes = Int(value())
             case "--mode": mode = value()
             case "--same-url": sameURL = true
+            case "--keep-bodies": keepBodies = true
             default: fail("unknown argument \(arguments[index])")
             }
             index += 1

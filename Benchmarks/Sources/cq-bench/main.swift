@@ -9,7 +9,10 @@
 // With --same-url every request is equal to every other, and the queue allows duplicates
 // (`allowDuplicateRequests`): the cost of many equal requests against distinct ones.
 // Bodies go to files when --out names a folder; else bodies of 1 MiB or more are discarded
-// (`Request.discardsBody`: counted, not kept), like the C baseline's counting write callback.
+// (`Request.discardsBody`: counted, not kept), like the C baseline's counting write callback,
+// unless --keep-bodies keeps every body in memory. A body kept in memory larger than
+// `Request.maxInMemoryBodySize`'s default (64 MiB; --expect says how large) gets the limit it
+// needs, and the client says so on stderr: the default stays as it is for everyone else.
 import BenchSupport
 import CurlQueue
 import Dispatch
@@ -18,13 +21,27 @@ import Foundation
 let workload = Workload()
 let measurement = Measurement.start()
 let errorsShown = Counter()
+/// The in-memory limit that bodies kept in memory need, when the default is too small: the
+/// size --expect gives, or none (nil) for bodies kept with --keep-bodies and no --expect.
+let inMemoryLimit: (needed: Bool, limit: Int64?) = {
+    guard workload.outDirectory == nil, workload.keepBodies || (workload.expectedBytes ?? 0) < 1 << 20 else { return (false, nil) }
+    let expected = workload.expectedBytes.map { Int64($0) }
+    if let expected, expected <= Request.defaultMaxInMemoryBodySize { return (false, nil) }
+    if expected == nil, !workload.keepBodies { return (false, nil) }
+    let said = expected.map { "\($0) bytes" } ?? "no limit"
+    FileHandle.standardError.write(Data(
+        "cq-bench: bodies kept in memory: Request.maxInMemoryBodySize set to \(said) (default \(Request.defaultMaxInMemoryBodySize) bytes)\n".utf8))
+    return (true, expected)
+}()
 
 func makeRequest(_ i: Int) -> Request {
     var request = Request(string: workload.url(i))
     if let ca = workload.caFile { request.tls.caFile = ca }
     if let path = workload.outPath(i) {
         request.destination = URL(fileURLWithPath: path)
-    } else if (workload.expectedBytes ?? 0) >= 1 << 20 {
+    } else if inMemoryLimit.needed {
+        request.maxInMemoryBodySize = inMemoryLimit.limit
+    } else if !workload.keepBodies, (workload.expectedBytes ?? 0) >= 1 << 20 {
         request.discardsBody = true
     }
     return request

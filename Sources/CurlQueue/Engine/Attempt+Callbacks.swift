@@ -248,9 +248,10 @@ extension Attempt {
         return true
     }
 
-    /// The head's `Content-Length`, or 0.
+    /// The head's `Content-Length`, or 0: read as its line came, not parsed from the head's
+    /// fields again.
     private var announcedLength: Int64 {
-        head.fields[.contentLength].flatMap { Int64($0) } ?? 0
+        head.contentLength ?? 0
     }
 
     /// Opens the `.part` file for a 2xx body: appending when the server honoured our Range.

@@ -42,9 +42,12 @@ extension Attempt {
             return .finished(.failure(.transport(failure)))
         }
 
-        var responseCode = 0
-        _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &responseCode)
-        var status = head.status ?? responseCode
+        // A complete head has its status; libcurl's is asked for only without one.
+        var status = head.status ?? {
+            var responseCode = 0
+            _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &responseCode)
+            return responseCode
+        }()
         if status == 416, let file, file.resumeOffset > 0 {
             guard partHoldsTheWholeResource(file) else {
                 // The .part file is as long as the resource, or longer: start again from empty.

@@ -18,6 +18,12 @@ struct ResponseHeadParser {
     private(set) var fieldLines: [UInt8] = []
     /// True once the blank line after the current head arrived.
     private(set) var isComplete = false
+    /// The current head's `Content-Length` as a number, read as its line arrives: what
+    /// `Int64(fields[.contentLength])` gives, nil without that field, with two of them (their
+    /// values joined by a comma) or with a value that is not a number.
+    private(set) var contentLength: Int64?
+    /// How many `Content-Length` lines the current head has had.
+    private var contentLengthLines = 0
 
     /// The fields of the current head, in order; lines that are not valid fields are skipped.
     /// Parsed anew at each read.
@@ -37,6 +43,8 @@ struct ResponseHeadParser {
                 self.status = status
                 self.fieldLines.removeAll(keepingCapacity: true)
                 self.isComplete = false
+                self.contentLength = nil
+                self.contentLengthLines = 0
             }
             return false
         }
@@ -49,11 +57,45 @@ struct ResponseHeadParser {
         guard status != nil, !isComplete else { return false }
         if fieldLines.isEmpty { fieldLines.reserveCapacity(Self.expectedFieldBytes) }
         let line = bytes.count <= Self.maxLineLength ? bytes : UnsafeRawBufferPointer(rebasing: bytes[..<Self.maxLineLength])
+        if line.count > Self.contentLengthNameLength, line[0] | 0x20 == UInt8(ascii: "c") { noteContentLength(line) }
         fieldLines.append(UInt8(truncatingIfNeeded: line.count >> 16))
         fieldLines.append(UInt8(truncatingIfNeeded: line.count >> 8))
         fieldLines.append(UInt8(truncatingIfNeeded: line.count))
         fieldLines.append(contentsOf: line)
         return false
+    }
+
+    /// The length of `content-length`.
+    private static let contentLengthNameLength = 14
+
+    /// Whether `line` starts with `content-length:`, the name in any case: two overlapping
+    /// words of eight bytes, the letters' case bit set (a letter only matches itself in either
+    /// case; any other byte set so matches no letter).
+    private static func startsWithContentLengthName(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard line.count > contentLengthNameLength, let base = line.baseAddress,
+              line[contentLengthNameLength] == UInt8(ascii: ":") else { return false }
+        // Little-endian: "content-" and "t-length", with 0x20 on each letter's byte.
+        let first = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+        let second = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: 6, as: UInt64.self))
+        return first | 0x0020_2020_2020_2020 == 0x2D74_6E65_746E_6F63
+            && second | 0x2020_2020_2020_0020 == 0x6874_676E_656C_2D74
+    }
+
+    /// Reads `line` as the `Content-Length` field when it is one (its name in any case, before
+    /// the colon), as ``parseFieldLine(_:)`` and `HTTPFields` would: the value without spaces
+    /// or tabs around it, as `Int64` parses text.
+    private mutating func noteContentLength(_ line: UnsafeRawBufferPointer) {
+        guard Self.startsWithContentLengthName(line) else { return }
+        contentLengthLines += 1
+        guard contentLengthLines == 1 else {
+            contentLength = nil  // joined with a comma, the values are no number
+            return
+        }
+        var start = Self.contentLengthNameLength + 1
+        var stop = line.count
+        while start < stop, FieldBytes.isWhitespace(line[start]) { start += 1 }
+        while stop > start, FieldBytes.isWhitespace(line[stop - 1]) { stop -= 1 }
+        contentLength = Int64(String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<stop]), as: UTF8.self))
     }
 
     /// Room made for the field lines of a head at its first line: enough for most servers'
