@@ -156,7 +156,11 @@ public func runToEnd(_ process: Process) async throws -> (output: String, status
 /// A TCP listener on 127.0.0.1 whose accept queue is full (backlog 0, filled by three
 /// non-blocking connects): the kernel drops new connection attempts, which hang until their
 /// client gives up. Returns its port and every descriptor to close afterwards.
-public func fullBacklogListener() throws -> (port: Int, descriptors: [Int32]) {
+///
+/// Returns once the kernel shows the queue full (``acceptQueueLength(ofListenerOn:)``): the
+/// condition the callers rely on, checked rather than assumed from the connects returning (a
+/// client that got the queue's place would be connected, with no connect limit left to run).
+public func fullBacklogListener() async throws -> (port: Int, descriptors: [Int32]) {
     let (listener, bound) = try loopbackListener(backlog: 0)
     var address = bound
     let length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -168,7 +172,29 @@ public func fullBacklogListener() throws -> (port: Int, descriptors: [Int32]) {
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = connect(filler, $0, length) }
         }
     }
-    return (Int(UInt16(bigEndian: address.sin_port)), descriptors)
+    let port = Int(UInt16(bigEndian: address.sin_port))
+    // The event is the kernel's: poll its table of sockets (every 10 ms, for up to 30 s).
+    for _ in 0..<3000 {
+        if acceptQueueLength(ofListenerOn: port) >= 1 { return (port, descriptors) }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    descriptors.forEach { close($0) }
+    throw POSIXError(.ETIMEDOUT)
+}
+
+/// How many connections wait in the accept queue of the listening socket on 127.0.0.1:`port`
+/// (its `rx_queue` in /proc/self/net/tcp), or -1 if there is no such listener.
+public func acceptQueueLength(ofListenerOn port: Int) -> Int {
+    let hex = String(port, radix: 16, uppercase: true)
+    let local = ":" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+    for line in readWholeFile("/proc/self/net/tcp").split(separator: "\n").dropFirst() {
+        let columns = line.split(separator: " ")
+        // sl, local_address, rem_address, st (0A: listening), tx_queue:rx_queue
+        guard columns.count > 4, columns[1].hasSuffix(local), columns[3] == "0A",
+              let queues = columns[4].split(separator: ":").last else { continue }
+        return Int(queues, radix: 16) ?? -1
+    }
+    return -1
 }
 
 /// A TCP socket listening on an ephemeral port of 127.0.0.1 with `backlog`, and its address.

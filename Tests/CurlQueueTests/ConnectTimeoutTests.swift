@@ -8,7 +8,7 @@ import Testing
 /// completes the handshake, and only the connect limit ends the attempt.
 @Suite struct ConnectTimeoutTests {
     @Test func aConnectionThatNeverCompletesTimesOutAtTheConnectLimit() async throws {
-        let (port, descriptors) = try fullBacklogListener()
+        let (port, descriptors) = try await fullBacklogListener()
         defer { descriptors.forEach { close($0) } }
         var request = Request(url: URL(string: "http://127.0.0.1:\(port)/hangs")!)
         request.timeouts = Request.Timeouts(connect: .milliseconds(500), total: nil, idle: nil)

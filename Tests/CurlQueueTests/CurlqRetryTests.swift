@@ -73,20 +73,10 @@ import Glibc
 
     @Test func connectTimeoutBoundsTheConnection() async throws {
         try await withFolder { folder in
-            // A listening socket whose backlog is full: the kernel leaves new connections hanging.
-            var (listener, address) = try loopbackSocket(listening: true)
-            defer { close(listener) }
-            let length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            var fillers: [Int32] = []
-            defer { fillers.forEach { close($0) } }
-            for _ in 0..<3 {
-                let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-                fillers.append(filler)
-                withUnsafePointer(to: &address) { pointer in
-                    pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = connect(filler, $0, length) }
-                }
-            }
-            let port = UInt16(bigEndian: address.sin_port)
+            // A listening socket whose accept queue is full (the kernel shows it so before this
+            // goes on): the kernel leaves new connections hanging.
+            let (port, descriptors) = try await fullBacklogListener()
+            defer { descriptors.forEach { close($0) } }
             let run = try await curlq("get", "-d", folder.path, "--connect-timeout", "1", "--retries", "0",
                                       "http://127.0.0.1:\(port)/hangs")
             #expect(run.status == 1, "\(run)")

@@ -137,14 +137,22 @@ import Testing
         }
     }
 
+    /// Bytes that keep coming restart the idle clock: a transfer that lasts longer than its
+    /// idle limit succeeds while no gap between its bytes reaches the limit. (It lasted 0.8 s
+    /// with a limit of 3 s before, so it passed even when body bytes did not restart the clock.)
     @Test func aSlowDripAboveTheIdleLimitSucceeds() async throws {
         try await withServer { server in
-            var request = Request(url: server.url("/bytes/5000?drip=200&chunk=1000"))
+            // 20 chunks 200 ms apart: 3.8 s in all.
+            var request = Request(url: server.url("/bytes/20000?drip=200&chunk=1000"))
             // 15 times the gap between chunks: the parallel suite can delay the fixture's
             // event loop by a second or more.
             request.timeouts.idle = .seconds(3)
+            let started = ContinuousClock.now
             let response = try await RequestOperation(request: request).response()
-            #expect(response.body == Data(FixtureServer.expectedBytes(count: 5000)))
+            #expect(response.body == Data(FixtureServer.expectedBytes(count: 20000)))
+            // The condition the test is about, checked: the transfer outlasted its idle limit
+            // (the fixture's timers can only make it longer).
+            #expect(ContinuousClock.now - started > .seconds(3))
         }
     }
 

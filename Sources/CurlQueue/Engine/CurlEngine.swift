@@ -50,6 +50,8 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
     // Engine thread only, and without dynamic exclusivity checks, as for Attempt's state.
     @exclusivity(unchecked) private var idleHandles: [EasyHandle] = []
     @exclusivity(unchecked) private var activeCount = 0
+    /// CURLMOPT_MAXCONNECTS as last set (see ``keepRoomForIdleConnections()``).
+    private var connectionCacheLimit = 2 * CurlEngine.idleConnectionRoom
     /// The sockets of kept HTTP/1 connections, for the check before a request reuses one
     /// (see ``HTTP1Sockets``).
     @exclusivity(unchecked) var http1Sockets = HTTP1Sockets()
@@ -123,8 +125,9 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         // libcurl sizes its cache of idle connections at 4 × the transfers running, so a
         // process that talks to many hosts in turn would close the connections it is about to
-        // reuse. Keep up to 256 idle connections; servers close the ones they no longer want.
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 256)
+        // reuse. Keep room for at least 256 idle connections beside the busy ones (see
+        // ``keepRoomForIdleConnections()``); servers close the ones they no longer want.
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connectionCacheLimit)
     }
 
     /// True on the engine thread.
@@ -432,6 +435,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         }
         attempt.handle = handle
         activeCount += 1
+        if activeCount + Self.idleConnectionRoom > connectionCacheLimit { keepRoomForIdleConnections() }
         if attempt.hasStallLimits {
             attempt.deadlineIndex = timedAttempts.count
             timedAttempts.append(attempt)
@@ -491,7 +495,26 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
         attempt.releaseCurlResources()
         recycle(handle, keepingOptions: keepingOptions)
         activeCount -= 1
+        if activeCount + 3 * Self.idleConnectionRoom < connectionCacheLimit {
+            keepRoomForIdleConnections()
+        }
         Unmanaged.passUnretained(attempt).release()
+    }
+
+    /// Idle connections the engine has room for, at least, beyond the busy ones.
+    static let idleConnectionRoom = 256
+
+    /// Keeps room for ``idleConnectionRoom`` idle connections beside the transfers running.
+    /// libcurl's bound (CURLMOPT_MAXCONNECTS) counts busy connections too, and a connection
+    /// handed back to a full cache is closed at once when every other one is busy: with 300
+    /// transfers held elsewhere in the process, 40 requests two queues of 2 sent one after
+    /// another used 36 connections instead of 4. The bound stays between 1 and 3 rooms above
+    /// the transfers running, so it moves only every 256 transfers. Engine thread.
+    private func keepRoomForIdleConnections() {
+        let limit = activeCount + 2 * Self.idleConnectionRoom
+        guard limit != connectionCacheLimit else { return }
+        connectionCacheLimit = limit
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, limit)
     }
 
     private func recycle(_ handle: EasyHandle, keepingOptions: Bool) {
