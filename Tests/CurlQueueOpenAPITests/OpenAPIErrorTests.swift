@@ -8,7 +8,7 @@ import Testing
 
 /// Transport failures reach the caller inside the generated client's `ClientError`, and the
 /// configuration can be changed per operation.
-@Suite struct OpenAPIErrorTests {
+@Suite(.timeLimit(.minutes(1))) struct OpenAPIErrorTests {
     @Test func aRefusedConnectionIsTheUnderlyingError() async throws {
         // A port that was just free: nothing listens on it.
         let server = try await OpenAPIFixtureServer.start()
@@ -35,10 +35,12 @@ import Testing
             Issue.record("a call the server never answers succeeded")
         } catch let error as ClientError {
             let underlying = try #require(error.underlyingError as? RequestError)
-            guard case .timedOut = underlying else {
+            guard case .timedOut(let failure) = underlying else {
                 Issue.record("expected a timeout, got \(underlying)")
                 return
             }
+            // The 300 ms limit of this call, not the default's 60 s.
+            #expect(failure.message.contains("head limit 0.3 s"), "\(failure)")
         }
         // The other operations keep the transport's configuration.
         let item = try await fixture.client.createItem(body: .json(.init(name: "x"))).created.body.json
@@ -56,10 +58,12 @@ import Testing
             Issue.record("a call the server never answers succeeded")
         } catch let error as ClientError {
             let underlying = try #require(error.underlyingError as? RequestError)
-            guard case .timedOut = underlying else {
+            guard case .timedOut(let failure) = underlying else {
                 Issue.record("expected a timeout, got \(underlying)")
                 return
             }
+            // The 300 ms limit of this call, not the default's 60 s.
+            #expect(failure.message.contains("head limit 0.3 s"), "\(failure)")
         }
         try await fixture.server.shutdown()
     }
