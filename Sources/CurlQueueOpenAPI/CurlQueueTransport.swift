@@ -12,7 +12,7 @@ public import OpenAPIRuntime
 /// - `send` returns once the head of the final response has arrived (redirects followed, retries
 ///   done); the body is an `HTTPBody` that yields the bytes as they arrive, iterable once. A slow
 ///   consumer pauses the transfer (at most about 1 MiB waits in memory), as
-///   ``RequestQueue/stream(_:)-(Request)`` does.
+///   `RequestQueue.stream(_:)` does.
 /// - Request bodies are never held whole in memory: up to
 ///   ``Configuration/requestBodyMemoryLimit`` bytes are kept in memory, the rest is written to a
 ///   private temporary file as the body is read, and the upload starts once the body has ended
