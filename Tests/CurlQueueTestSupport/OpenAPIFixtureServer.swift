@@ -107,6 +107,15 @@ public final class OpenAPIFixtureServer: Sendable {
         try await state.waitUntil(timeout: timeout, condition)
     }
 
+    deinit {
+        // A server dropped without `shutdown()` (a test that threw) must not keep its port.
+        let channels = state.box.withLockedValue { state -> [any Channel] in
+            defer { state.isShutDown = true }
+            return state.isShutDown ? [] : Array(state.connections.values) + [listener.channel]
+        }
+        for channel in channels { channel.close(promise: nil) }
+    }
+
     /// Stops listening and closes every connection.
     public func shutdown() async throws {
         let channels = state.box.withLockedValue { state -> [any Channel] in
