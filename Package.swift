@@ -25,6 +25,8 @@ let package = Package(
         .library(name: "CurlQueuePostgres", targets: ["CurlQueuePostgres"]),
         // A durable worker as a swift-service-lifecycle Service (graceful shutdown drains it).
         .library(name: "CurlQueueDurableService", targets: ["CurlQueueDurableService"]),
+        // A ClientTransport for swift-openapi-generator's clients on a RequestQueue (docs/openapi.md).
+        .library(name: "CurlQueueOpenAPI", targets: ["CurlQueueOpenAPI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
@@ -36,6 +38,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         // CurlQueueDurableService only (and what uses it); CurlQueueDurable does not link it.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // CurlQueueOpenAPI only (and its tests and example); the core does not link it.
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
     ],
     targets: [
         // libcurl itself, found through pkg-config, plus a header of static inline shims for
@@ -116,6 +120,15 @@ let package = Package(
             dependencies: ["CurlQueueDurable", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
             swiftSettings: strict
         ),
+        .target(
+            name: "CurlQueueOpenAPI",
+            dependencies: [
+                "CurlQueue",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict
+        ),
         // The system SQLite (3.37 or later: STRICT tables, RETURNING).
         .systemLibrary(
             name: "CSQLite",
@@ -175,6 +188,39 @@ let package = Package(
             name: "Fixture",
             dependencies: ["CurlQueueTestSupport"],
             path: "Tests/Fixture",
+            swiftSettings: strict
+        ),
+        // Test-only: the OpenAPI fixture server in a process of its own (Benchmarks/openapi.py).
+        .executableTarget(
+            name: "OpenAPIFixture",
+            dependencies: ["CurlQueueTestSupport"],
+            path: "Tests/OpenAPIFixture",
+            swiftSettings: strict
+        ),
+        // Test-only: the client generated once from Tests/OpenAPIFixtureClient/openapi.yaml
+        // (swift-openapi-generator 1.14.3; its output committed, no generator in the build).
+        .target(
+            name: "OpenAPIFixtureClient",
+            dependencies: [
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Tests/OpenAPIFixtureClient",
+            exclude: ["openapi.yaml", "openapi-generator-config.yaml"],
+            // Generated code, not edited: its empty namespace files import what they do not use
+            // (the generator marks those imports for Swift 6.4 and later only).
+            swiftSettings: [.unsafeFlags(["-suppress-warnings"])]
+        ),
+        .testTarget(
+            name: "CurlQueueOpenAPITests",
+            dependencies: [
+                "CurlQueue",
+                "CurlQueueOpenAPI",
+                "OpenAPIFixtureClient",
+                "CurlQueueTestSupport",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             swiftSettings: strict
         ),
         // Test-only: helpers shared by the two test targets.
@@ -256,6 +302,19 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+    ]
+    + [
+        // Examples/OpenAPIClient: the tests' generated client on CurlQueueTransport, against
+        // the tests' OpenAPI fixture server.
+        .executableTarget(
+            name: "OpenAPIClient",
+            dependencies: [
+                "CurlQueue", "CurlQueueOpenAPI", "OpenAPIFixtureClient", "CurlQueueTestSupport",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ],
+            path: "Examples/OpenAPIClient",
             swiftSettings: strict
         ),
     ]
