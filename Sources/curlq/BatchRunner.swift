@@ -578,7 +578,10 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     private func bodyStatus(_ index: Int, partSize: Int64) -> Int? {
         let live = model.live[index]
         let before = live.restarted ? 0 : model.jobs[index].resumeOffset
-        guard live.fetched > 0, partSize > before else { return nil }
+        // The size on disk says it even before a progress report reached this queue (they come
+        // through another task, late under load); a discarded `.part` may still hold an earlier
+        // run's bytes until the new body begins, so then only a report says it began.
+        guard partSize > before, live.fetched > 0 || model.jobs[index].discardedPart == nil else { return nil }
         return before > 0 ? 206 : 200
     }
 

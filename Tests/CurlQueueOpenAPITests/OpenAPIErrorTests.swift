@@ -10,18 +10,18 @@ import Testing
 /// configuration can be changed per operation.
 @Suite(.timeLimit(.minutes(1))) struct OpenAPIErrorTests {
     @Test func aRefusedConnectionIsTheUnderlyingError() async throws {
-        // A port that was just free: nothing listens on it.
-        let server = try await OpenAPIFixtureServer.start()
-        let url = server.baseURL
-        try await server.shutdown()
-        let client = Client(serverURL: url, transport: CurlQueueTransport())
-        do {
-            _ = try await client.getItem(path: .init(itemID: 1))
-            Issue.record("a call to a closed port succeeded")
-        } catch let error as ClientError {
-            #expect(error.operationID == "getItem")
-            let underlying = try #require(error.underlyingError as? RequestError)
-            #expect(underlying.transportFailure?.code == .couldNotConnect, "\(underlying)")
+        // A port held bound but not listening for the whole test: a server's port just shut
+        // down could be taken by another test's server in the parallel suite (seen: a reset).
+        try await withRefusingPort { port in
+            let client = Client(serverURL: URL(string: "http://127.0.0.1:\(port)")!, transport: CurlQueueTransport())
+            do {
+                _ = try await client.getItem(path: .init(itemID: 1))
+                Issue.record("a call to a closed port succeeded")
+            } catch let error as ClientError {
+                #expect(error.operationID == "getItem")
+                let underlying = try #require(error.underlyingError as? RequestError)
+                #expect(underlying.transportFailure?.code == .couldNotConnect, "\(underlying)")
+            }
         }
     }
 
