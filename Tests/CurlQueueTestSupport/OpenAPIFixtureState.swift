@@ -83,6 +83,7 @@ final class OpenAPIFixtureState: Sendable {
             if holds { return continuation.resume() }
             timer.withLockedValue { task in
                 task = Task { [box] in
+                    // The sleep IS the timeout: a waiter still there at its end fails as timed out.
                     guard (try? await Task.sleep(for: timeout)) != nil else { return }
                     let waiter = box.withLockedValue { $0.waiters.removeValue(forKey: id) }
                     waiter?.continuation.resume(throwing: OpenAPIFixtureServer.TimedOut(after: timeout))

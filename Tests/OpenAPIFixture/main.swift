@@ -7,5 +7,5 @@ import Foundation
 let server = try await OpenAPIFixtureServer.start()
 FileHandle.standardOutput.write(Data((server.baseURL.absoluteString + "\n").utf8))
 while true {
-    sleep(3600)
+    sleep(3600)  // the server runs on its own threads; this process only waits to be killed
 }
