@@ -202,14 +202,19 @@ import Testing
 
     @Test func tokenFailuresAreRetriedWhileTheCallerSaysSoThenEveryoneIsReleased() async {
         let tokens = ScriptedTokens()
-        let refresher = TokenRefresher(token: nil) { await tokens.fetch($0) }
+        let (holds, held) = AsyncStream.makeStream(of: UInt64.self)
+        let refresher = TokenRefresher(token: nil, didHold: { held.yield($0) }) { await tokens.fetch($0) }
         let first = refresher.makeID()
         async let unauthorized = refresher.tokenAfterUnauthorized(first, sentToken: nil)
         var starts = tokens.starts.makeAsyncIterator()
         #expect(await starts.next() == 1)
-        // A request that wants to go out now waits too.
+        // A request that wants to go out now waits too (once it is held: the flow must not
+        // have given up before it asks).
         let second = refresher.makeID()
         async let sending = refresher.tokenForSending(second)
+        var heldIDs = holds.makeAsyncIterator()
+        #expect(await heldIDs.next() == first)
+        #expect(await heldIDs.next() == second)
         tokens.answer(.retry)
         #expect(await starts.next() == 2)
         tokens.answer(.giveUp(Refused()))

@@ -29,15 +29,19 @@ final class TokenRefresher: Sendable {
     private let fetchToken: @Sendable (_ attempt: Int) async -> FetchOutcome
     /// The time backoffs are measured on (tests set it).
     private let now: @Sendable () -> ContinuousClock.Instant
+    /// Told the id of each request once it is held (tests wait for it); never with the lock held.
+    private let didHold: @Sendable (UInt64) -> Void
 
     init(
         token: String?,
         backoff: StateMachine.Backoff = StateMachine.Backoff(initial: .zero, maximum: .zero),
         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
+        didHold: @escaping @Sendable (UInt64) -> Void = { _ in },
         fetchToken: @escaping @Sendable (_ attempt: Int) async -> FetchOutcome
     ) {
         state = Locked(State(machine: StateMachine(token: token, backoff: backoff)))
         self.now = now
+        self.didHold = didHold
         self.fetchToken = fetchToken
     }
 
@@ -99,7 +103,7 @@ final class TokenRefresher: Sendable {
                     if release == nil { state.waiting[id] = continuation }
                     return (release, startFlow)
                 }
-                if let now { continuation.resume(returning: now) }
+                if let now { continuation.resume(returning: now) } else { didHold(id) }
                 if startFlow { Task { await self.runFlow(attempt: 1) } }
             }
         } onCancel: {
