@@ -90,6 +90,8 @@ struct Job: Sendable {
     /// The other URLs of the file (an input line of TAB-separated URLs), tried after `url`
     /// (Mirrors.swift). `url` names the file.
     var mirrors: [URL] = []
+    /// `max-download-limit=`: this file's own rate, in place of `--limit-rate`.
+    var maxBytesPerSecond: Int64?
     /// `-J` applies: once complete, the file moves to the name its response proposes, if any
     /// (false when `out=` or `-o` named it).
     var takesServerName = false
@@ -149,6 +151,7 @@ enum BatchPlanner {
                 checksum: entry.checksum, headers: entry.headers, resumeOffset: 0, discardedPart: nil, plan: .download,
                 mirrors: entry.mirrors)
             job.takesServerName = options.remoteHeaderName && entry.out == nil
+            job.maxBytesPerSecond = entry.maxBytesPerSecond
             job.plan = decide(&job, paths: paths, options: options)
             jobs.append(job)
         }

@@ -221,6 +221,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             total: options.timeout.map(Self.duration), idle: options.stallTimeout.map(Self.duration))
         request.tls = options.tls
         request.applyRates(options)  // --speed-limit, --limit-rate, --max-overall-rate (RateOptions.swift)
+        if let own = job.maxBytesPerSecond { request.maxReceiveSpeed = own }
         let fields = requestHeaders(job, url: url)
         for header in fields { request.addHeader(header.name, header.value) }
         if options.verbose { verbose(Verbose.requestLines(method: "GET", url: url, fields: fields)) }

@@ -187,23 +187,22 @@ struct EnqueueCommand: AsyncParsableCommand {
             case .success(let bytes): data = bytes
             case .failure(let error): throw UsageError("cannot read the input file \(quoted(input)): \(error.reason)")
             }
-            do {
-                entries += try InputFile.parse(data, origin: name)
-            } catch {
-                throw UsageError("\(name):\(error.line): \(error.message)")
+            let (parsed, problems) = InputFile.parseAll(data, origin: name)
+            guard problems.isEmpty else {
+                // Every bad line at once, so that one fix-and-rerun is enough.
+                throw UsageError(problems.map { "\(name):\($0.line): \($0.message)" }.joined(separator: "\n")
+                    + "\nnothing was enqueued")
             }
+            entries += parsed
         }
         guard !entries.isEmpty else { throw UsageError("no URL to enqueue") }
-        // A job in the store holds one URL: mirrors would be dropped without a word.
-        if let entry = entries.first(where: { !$0.mirrors.isEmpty }) {
-            throw UsageError("\(entry.origin): mirrors (TAB-separated URLs) are not supported by enqueue: a durable job "
-                + "holds one URL; give one URL per line, or use 'curlq get -i' (nothing was enqueued)")
-        }
         let global = headers.compactMap { try? HeaderField.parse($0).get() }
         for entry in entries {
             let fields = HeaderField.merge(global: global, own: entry.headers)
-            if let problem = StoredSecrets.problem(url: entry.url, fields: fields, allowSecretQuery: allowSecretQuery) {
-                throw UsageError("\(entry.origin): \(problem) (nothing was enqueued)")
+            for url in entry.urls {
+                if let problem = StoredSecrets.problem(url: url, fields: fields, allowSecretQuery: allowSecretQuery) {
+                    throw UsageError("\(entry.origin): \(problem) (nothing was enqueued)")
+                }
             }
         }
         let specs = entries.map { entry in
@@ -212,9 +211,11 @@ struct EnqueueCommand: AsyncParsableCommand {
                 request: JobRequest(url: entry.url.absoluteString,
                                     headerFields: HeaderField.merge(global: global, own: entry.headers).map { .init($0.name, $0.value) },
                                     destination: SafeFileName.sanitize(entry.out ?? SafeFileName.from(url: entry.url)),
-                                    checksum: entry.checksum.map { .init(algorithm: $0.algorithm.rawValue, hex: $0.hex) }),
+                                    checksum: entry.checksum.map { .init(algorithm: $0.algorithm.rawValue, hex: $0.hex) },
+                                    mirrors: entry.mirrors.map(\.absoluteString), maxBytesPerSecond: entry.maxBytesPerSecond),
                 priority: entry.priority == .high ? .high : entry.priority == .low ? .low : .normal,
-                retry: JobRetryPolicy(maxAttempts: maxAttempts), duplicates: policy)
+                // Each mirror is tried at least once, as `get` does.
+                retry: JobRetryPolicy(maxAttempts: max(maxAttempts, entry.urls.count)), duplicates: policy)
         }
         let queue = storeOptions.queue
         let results: [EnqueueResult]

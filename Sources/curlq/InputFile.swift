@@ -71,6 +71,9 @@ struct InputEntry: Equatable, Sendable {
     var checksum: Checksum?
     /// `header=` lines, in order.
     var headers: [HeaderField] = []
+    /// `max-download-limit=` (aria2's key): this file's own receive rate, bytes per second,
+    /// in place of `--limit-rate`.
+    var maxBytesPerSecond: Int64?
     /// Other URLs of the same file (mirrors), tried in order after `url` when it fails in a way
     /// another server could fix: the rest of a line of TAB-separated URLs, as aria2c's input
     /// file. Empty for a line of one URL (and always for a command-line argument).
@@ -97,7 +100,7 @@ struct InputEntry: Equatable, Sendable {
 /// it (unless `out=` does); the option lines below apply to all of them. A line that starts with a space or a tab belongs to the URL above it. Blank lines and lines
 /// whose first non-blank character is `#` are skipped. Parsing is pure: no I/O.
 enum InputFile {
-    static let keys = ["out", "priority", "sha256", "sha512", "sha1", "md5", "checksum", "header"]
+    static let keys = ["out", "priority", "sha256", "sha512", "sha1", "md5", "checksum", "header", "max-download-limit"]
     /// The most URLs one line may hold (a URL and its mirrors).
     static let maxMirrors = 64
 
@@ -214,6 +217,11 @@ enum InputFile {
                 throw InputProblem("\(key == "checksum" ? "checksum=" : key + "=") and \(other.algorithm.rawValue)= are both given for this URL: give one checksum")
             }
             entry.checksum = Checksum(algorithm: algorithm, hex: try parseDigest(digest, algorithm))
+        case "max-download-limit":
+            guard let rate = Rate.parse(value) else {
+                throw InputProblem("max-download-limit= takes bytes per second, as 500K, 2M or 1G (K = 1024), not \(quoted(value))")
+            }
+            entry.maxBytesPerSecond = rate
         case "header":
             switch HeaderField.parse(value) {
             case .success(let field): entry.headers.append(field)

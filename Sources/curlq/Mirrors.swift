@@ -120,7 +120,7 @@ enum MirrorRules {
 
     /// The extended attribute in which curlq keeps, on a `.part`, the URL whose bytes it holds
     /// (beside the engine's validator), so that a rerun knows which mirror wrote it.
-    static let sourceAttribute = "user.curlq.source"
+    static let sourceAttribute = PartFileAttribute.source
 
     /// Notes that `path` (a `.part`) holds bytes from `url`. Where the file system keeps no
     /// extended attributes, a rerun does not know: it treats the `.part` as the first URL's,

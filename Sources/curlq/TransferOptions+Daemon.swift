@@ -37,8 +37,16 @@ struct DaemonTransfer: Sendable {
     /// (``JobRequest/timeouts``) is kept.
     func apply(to request: inout Request, job: JobRequest) {
         let jobs = request.headerFields.map { HeaderField(name: $0.name.rawName, value: $0.value) }
-        let added = HeaderField.forRequest(global: headers, own: jobs, userAgent: userAgent)
+        var added = HeaderField.forRequest(global: headers, own: jobs, userAgent: userAgent)
             .filter { field in !jobs.contains { $0.name.lowercased() == field.name.lowercased() } }
+        var credentials = credentials
+        if let first = URL(string: job.url), MirrorRules.isForeign(request.url, first: first) {
+            // A mirror on another origin gets none of what proves who the user is (`get`'s rule):
+            // `-u` and `-H Authorization/Cookie` were given for the job's first URL.
+            added.removeAll { MirrorRules.secretFields.contains($0.name.lowercased()) }
+            credentials.user = nil
+            credentials.cookieText = nil
+        }
         let fields = jobs + added
         for field in added { request.addHeader(field.name, field.value) }
         for field in credentials.fields(for: request.url, besides: fields) { request.addHeader(field.name, field.value) }

@@ -99,27 +99,6 @@ import Testing
         }
     }
 
-    @Test func enqueueRefusesMirrorLinesItCannotStore() async throws {
-        try await withFolder { folder in
-            let store = "sqlite:" + folder.appendingPathComponent("jobs.db").path
-            let input = folder.appendingPathComponent("urls.txt")
-            try "http://127.0.0.1:9/a\nhttp://127.0.0.1:9/b\thttp://127.0.0.1:9/c\n".write(to: input, atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = Self.curlq
-            process.arguments = ["enqueue", "--store", store, "-i", input.path]
-            let errors = Pipe()
-            process.standardError = errors
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            // Blocks until curlq exits (it closes the pipe): a run of a few milliseconds.
-            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 2)
-            #expect(message.contains("urls.txt:2: mirrors (TAB-separated URLs) are not supported by enqueue"), "\(message)")
-            #expect(try await status(store)["counts"] as? [String: Int] == [:], "nothing stored")
-        }
-    }
-
     @Test func enqueueRefusesSecretsAndCancelTakesIdsAndURLs() async throws {
         try await withFolder { folder in
             let store = "sqlite:" + folder.appendingPathComponent("jobs.db").path

@@ -151,6 +151,45 @@ import Testing
         }
     }
 
+    /// A line of mirrors, enqueued, runs in the daemon as in get: the first server's 404 sends
+    /// the file to the next at once, and `-u` goes to the first origin only.
+    @Test func aFileWithMirrorsRunsInTheDaemonAsInGet() async throws {
+        try await withServer { server in
+            try await withServer { other in
+                try await withFolder { folder in
+                    let store = "sqlite:" + folder.appendingPathComponent("jobs.db").path
+                    let input = server.url("/status/404").absoluteString + "\t" + other.url("/bytes/3000").absoluteString
+                        + "\n    out=m.bin\n    max-download-limit=10M\n"
+                    let enqueued = try await curlq(["enqueue", "--store", store, "--retries", "0", "-i", "-"], input: input)
+                    #expect(enqueued.status == 0, "\(enqueued)")
+                    let daemon = try await curlq(["daemon", "--store", store, "-d", folder.path, "--exit-when-done", "-u", "alice:\(Self.password)"])
+                    #expect(daemon.status == 0, "\(daemon)")
+                    #expect(contents(folder.appendingPathComponent("m.bin")) == FixtureServer.expectedBytes(count: 3000))
+                    let status = try await curlq(["status", "--store", store, "--json"])
+                    let job = try #require((try status.json()["jobs"] as? [[String: Any]])?.first)
+                    #expect(job["state"] as? String == "done" && job["attempt"] as? Int == 2, "two tries though --retries 0: one per mirror; \(job)")
+                    let basic = "Basic " + Data("alice:\(Self.password)".utf8).base64EncodedString()
+                    #expect(server.requests.first { $0.path == "/status/404" }?.header("Authorization") == basic)
+                    #expect(other.requests.count == 1 && other.requests.allSatisfy { $0.header("Authorization") == nil }, "-u is for the first origin")
+                }
+            }
+        }
+    }
+
+    /// An input file with several bad lines: enqueue names every one, and stores nothing.
+    @Test func enqueueNamesEveryBadLine() async throws {
+        try await withFolder { folder in
+            let store = "sqlite:" + folder.appendingPathComponent("jobs.db").path
+            let input = "http://127.0.0.1:9/a\n    max-download-limit=fast\nhttp://127.0.0.1:9/b\n    prio=high\nhttp://127.0.0.1:9/c\n"
+            let enqueued = try await curlq(["enqueue", "--store", store, "-i", "-"], input: input)
+            #expect(enqueued.status == 2, "\(enqueued)")
+            #expect(enqueued.stderr.contains("standard input:2: max-download-limit= takes bytes per second"), "\(enqueued)")
+            #expect(enqueued.stderr.contains("standard input:4: unknown key"), "\(enqueued)")
+            #expect(enqueued.stderr.contains("nothing was enqueued"), "\(enqueued)")
+            #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("jobs.db").path), "no store was even made")
+        }
+    }
+
     /// A `get --session` file shown with no `--queue`: a hint on standard error.
     @Test func statusOfASessionFileNamesItsQueue() async throws {
         try await withServer { server in

@@ -26,7 +26,7 @@ extension Attempt {
         if let destination = request.destination, bodyStream == nil {
             file = try DestinationFile(
                 destination: destination, resume: (request.resume || number > 1) && !rangeRefused,
-                digests: request.fileDigests, keepsValidator: request.keepsValidatorOnFile)
+                digests: request.fileDigests, keepsValidator: request.keepsValidatorOnFile, source: request.partFileSource)
         }
         let easy = handle.easy
         self.easy = easy

@@ -48,6 +48,8 @@ struct DestinationFile {
     private(set) var finishedDigests: [DigestAlgorithm: String] = [:]
     /// Whether the finished file keeps the validator (``Request/keepsValidatorOnFile``).
     private let keepsValidator: Bool
+    /// Written on the `.part` when it is opened (``Request/partFileSource``).
+    private let source: String?
 
     /// The extended attribute of a `.part` file that holds its validator. Where the file system
     /// keeps no extended attributes, a resume goes without `If-Range`, as before.
@@ -56,8 +58,11 @@ struct DestinationFile {
     /// Prepares the destination; reads the size of an existing `.part` when resuming, and
     /// removes it otherwise: a `.part` file that is not resumed now must not be resumed by a
     /// later attempt either, which would append this download to bytes of another one.
-    init(destination: URL, resume: Bool, digests: Set<DigestAlgorithm> = [], keepsValidator: Bool = false) throws(RequestError) {
+    init(
+        destination: URL, resume: Bool, digests: Set<DigestAlgorithm> = [], keepsValidator: Bool = false, source: String? = nil
+    ) throws(RequestError) {
         self.destination = destination
+        self.source = source
         self.keepsValidator = keepsValidator
         self.digestAlgorithms = digests
         self.partPath = destination.path + ".part"
@@ -122,6 +127,7 @@ struct DestinationFile {
         }
         descriptor = fd
         written = (UInt(info.st_dev), UInt(info.st_ino))
+        if let source { _ = source.withCString { fsetxattr(fd, PartFileAttribute.source, $0, strlen($0), 0) } }
         bytesWritten = append ? resumeOffset : 0
         digests = append && resumeOffset > 0 ? nil : FileDigests(digestAlgorithms)
     }

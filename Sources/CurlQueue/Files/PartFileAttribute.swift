@@ -7,4 +7,7 @@ package enum PartFileAttribute {
     /// The durable worker's mark on a finished file whose outcome it has not recorded yet:
     /// `BOOT JOB` (DurableWorker+UnrecordedFile.swift).
     package static let finished = "user.curlqueue.finished"
+    /// The URL whose bytes a `.part` holds, for a file with mirrors (`curlq get`'s
+    /// `MirrorRules` and the durable worker's ``Request/partFileSource``).
+    package static let source = "user.curlq.source"
 }

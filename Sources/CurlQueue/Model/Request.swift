@@ -206,6 +206,14 @@ public struct Request: Hashable, Sendable {
         set { values.modify { $0.keepsValidatorOnFile = newValue } }
     }
 
+    /// With a ``destination``: the URL whose bytes the `.part` holds, written on it
+    /// (``PartFileAttribute/source``) whenever this request opens it, so that a job with
+    /// mirrors knows, even after a kill, which server its `.part` came from.
+    package var partFileSource: String? {
+        get { values.value.partFileSource }
+        set { values.modify { $0.partFileSource = newValue } }
+    }
+
     /// Problems found while building the request, reported when it runs.
     var problems: [String] {
         get { values.value.problems }
@@ -227,6 +235,7 @@ public struct Request: Hashable, Sendable {
         var resume: Bool
         var fileDigests: Set<DigestAlgorithm> = []
         var keepsValidatorOnFile = false
+        var partFileSource: String? = nil
         var tls: TLSOptions
         var allowedSchemes: Set<String>
         var maxResponseBodySize: Int64? = nil

@@ -64,6 +64,13 @@ public struct JobRequest: Codable, Sendable, Hashable {
 
     /// The URL as given: http or https.
     public var url: String
+    /// Other URLs of the same file (mirrors), as aria2's several URIs of one download: attempt
+    /// *n* of the job goes to ``urls``[(n − 1) mod count], so each retry tries the next
+    /// server and the list is gone round within the job's attempts (give
+    /// ``JobRetryPolicy/maxAttempts`` at least ``urls``' count for each to be tried). A
+    /// `.part` from one server is resumed at the next only when its validator still holds
+    /// there (If-Range); otherwise the file comes whole. Empty: only ``url``.
+    public var mirrors: [String]
     /// The method, e.g. "GET".
     public var method: String
     /// Header fields, in order. `Authorization`, `Cookie` and `Proxy-Authorization` are refused
@@ -82,6 +89,9 @@ public struct JobRequest: Codable, Sendable, Hashable {
     public var maxResponseBodySize: Int64?
     /// The digest the downloaded file must have (needs a ``destination``). Nil: not checked.
     public var checksum: Checksum?
+    /// The most bytes per second this job receives (``CurlQueue/Request/maxReceiveSpeed``);
+    /// nil: the worker's default, if any.
+    public var maxBytesPerSecond: Int64?
 
     /// A request; checked by ``JobSpec/validated(limits:)`` when enqueued.
     public init(
@@ -93,9 +103,13 @@ public struct JobRequest: Codable, Sendable, Hashable {
         resume: Bool = true,
         timeouts: Timeouts = .init(),
         maxResponseBodySize: Int64? = nil,
-        checksum: Checksum? = nil
+        checksum: Checksum? = nil,
+        mirrors: [String] = [],
+        maxBytesPerSecond: Int64? = nil
     ) {
         self.url = url
+        self.mirrors = mirrors
+        self.maxBytesPerSecond = maxBytesPerSecond
         self.method = method
         self.headerFields = headerFields
         self.body = body
@@ -104,6 +118,54 @@ public struct JobRequest: Codable, Sendable, Hashable {
         self.timeouts = timeouts
         self.maxResponseBodySize = maxResponseBodySize
         self.checksum = checksum
+    }
+
+    /// ``url``, then its ``mirrors``.
+    public var urls: [String] { [url] + mirrors }
+
+    /// The URL attempt `attempt` (1 for the first) goes to: the next of ``urls`` each time.
+    public func url(forAttempt attempt: Int) -> String {
+        let urls = self.urls
+        return urls[(max(attempt, 1) - 1) % urls.count]
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case url, mirrors, method, headerFields, body, destination, resume, timeouts, maxResponseBodySize, checksum
+        case maxBytesPerSecond
+    }
+
+    /// Decodes a request; ``mirrors`` and ``maxBytesPerSecond`` may be absent (jobs stored
+    /// before they existed).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        url = try container.decode(String.self, forKey: .url)
+        mirrors = try container.decodeIfPresent([String].self, forKey: .mirrors) ?? []
+        method = try container.decode(String.self, forKey: .method)
+        headerFields = try container.decode([Field].self, forKey: .headerFields)
+        body = try container.decodeIfPresent(Body.self, forKey: .body)
+        destination = try container.decodeIfPresent(String.self, forKey: .destination)
+        resume = try container.decode(Bool.self, forKey: .resume)
+        timeouts = try container.decode(Timeouts.self, forKey: .timeouts)
+        maxResponseBodySize = try container.decodeIfPresent(Int64.self, forKey: .maxResponseBodySize)
+        checksum = try container.decodeIfPresent(Checksum.self, forKey: .checksum)
+        maxBytesPerSecond = try container.decodeIfPresent(Int64.self, forKey: .maxBytesPerSecond)
+    }
+
+    /// Encodes a request; ``mirrors`` only when there are some, so that a request without
+    /// them encodes (and hashes, ``JobSpec/dedupKey``) as it did before they existed.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(url, forKey: .url)
+        if !mirrors.isEmpty { try container.encode(mirrors, forKey: .mirrors) }
+        try container.encode(method, forKey: .method)
+        try container.encode(headerFields, forKey: .headerFields)
+        try container.encodeIfPresent(body, forKey: .body)
+        try container.encodeIfPresent(destination, forKey: .destination)
+        try container.encode(resume, forKey: .resume)
+        try container.encode(timeouts, forKey: .timeouts)
+        try container.encodeIfPresent(maxResponseBodySize, forKey: .maxResponseBodySize)
+        try container.encodeIfPresent(checksum, forKey: .checksum)
+        try container.encodeIfPresent(maxBytesPerSecond, forKey: .maxBytesPerSecond)
     }
 
     /// `scheme://host:port` of ``url``, lowercased, with the default port filled in: the key of

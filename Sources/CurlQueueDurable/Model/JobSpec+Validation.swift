@@ -40,9 +40,11 @@ extension JobSpec {
     /// is changed in it.
     public func validated(limits: Limits = .init()) throws(JobSpecError) -> JobSpec {
         if kind.isEmpty { throw .emptyKind }
-        guard let components = URLComponents(string: request.url), let scheme = components.scheme?.lowercased(),
-            scheme == "http" || scheme == "https", components.host?.isEmpty == false
-        else { throw .badURL(request.url) }
+        for url in request.urls {
+            guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+                scheme == "http" || scheme == "https", components.host?.isEmpty == false
+            else { throw .badURL(url) }
+        }
         let method = request.method
         if method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" || $0 == "_" }) {
             throw .badMethod(method)
@@ -74,6 +76,7 @@ extension JobSpec {
             }
         }
         if retry.maxAttempts < 1 { throw .badRetryPolicy }
+        if let rate = request.maxBytesPerSecond, rate < 1 { throw .badRateLimit(rate) }
         if let checksum = request.checksum {
             guard let algorithm = DigestAlgorithm(rawValue: checksum.algorithm.lowercased()),
                 checksum.hex.count == algorithm.hexLength, checksum.hex.allSatisfy(\.isHexDigit), request.destination != nil
@@ -96,6 +99,8 @@ public enum JobSpecError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Absolute, empty, or with a `..`/`.`/empty component: a destination stays in the worker's folder.
     case badDestination(String)
     case badRetryPolicy
+    /// A ``JobRequest/maxBytesPerSecond`` under 1.
+    case badRateLimit(Int64)
     /// An unknown algorithm, a digest of the wrong length or not hexadecimal, or no destination.
     case badChecksum(String)
 
@@ -111,6 +116,7 @@ public enum JobSpecError: Error, Sendable, Hashable, CustomStringConvertible {
         case .badBodyPath(let path): "a file body needs an absolute path: \(path)"
         case .badDestination(let path): "destination must be a relative path inside the worker's folder: \(path)"
         case .badRetryPolicy: "maxAttempts must be at least 1"
+        case .badRateLimit(let rate): "maxBytesPerSecond must be at least 1, not \(rate)"
         case .badChecksum(let value):
             "bad checksum \(value): sha256, sha512, sha1 or md5 with its hexadecimal digest, for a job with a destination"
         }

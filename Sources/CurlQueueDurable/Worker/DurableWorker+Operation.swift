@@ -25,7 +25,7 @@ extension DurableWorker {
         }
         if let key = record.spec.idempotencyKey { extra.append(.init("Idempotency-Key", key)) }
         var request: Request
-        switch record.spec.request.request(folder: configuration.folder, extraFields: extra) {
+        switch record.spec.request.request(folder: configuration.folder, extraFields: extra, attempt: record.attempt) {
         case .success(let made): request = made
         case .failure(let error):
             continuation.yield(.transferEnded(id, .failed(reason: error.description, kind: .other), nil))
@@ -48,6 +48,7 @@ extension DurableWorker {
                     checkPartAfterReboot(destination.path + ".part", checkpoint: record.checkpoint, job: id)
                 }
             }
+            Self.keepPartOnlyFromItsServer(&request, job: record)
             // What stands under the name is never replaced (`curlq get`'s rule): it is checked
             // instead, and the job ends with that check (DurableWorker+ExistingFile.swift).
             switch existingFile(request, job: record, continuation: continuation) {

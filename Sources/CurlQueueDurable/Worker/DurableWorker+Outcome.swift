@@ -21,16 +21,26 @@ extension DurableWorker {
     ) -> JobOutcome {
         let retry = job.spec.retry
         let decision = RetryDecision(autoRetry: true, errorCodes: CurlCode.connectivityErrors, policy: retry.retryPolicy)
-        let host = URL(string: job.spec.request.url)?.host
+        let host = URL(string: job.spec.request.url(forAttempt: job.attempt))?.host
+        let from = mirrorNote(job)
+        // With mirrors, the next attempt goes to another server at once (as `get`: no wait, a
+        // `Retry-After` not waited for); the backoff applies when the list is gone round.
+        let count = job.spec.request.urls.count
+        let wait = { (delay: Duration) in count > 1 && max(job.attempt, 1) % count != 0 ? 0 : delay.seconds }
         switch result {
         case .success(let response):
             let status = response.status.code
             if let delay = decision.delay(after: .response(response), attempt: job.attempt, now: now, random: random) {
                 let asked = response.headerFields[.retryAfter].map { ", Retry-After \($0)" } ?? ""
-                return .retry(reason: ErrorWords.status(status) + asked, at: now.addingTimeInterval(delay.seconds), kind: .http)
+                return .retry(reason: ErrorWords.status(status) + asked + from, at: now.addingTimeInterval(wait(delay)), kind: .http)
+            }
+            if count > 1, status == 404 || status == 410, job.attempt < retry.maxAttempts {
+                // Another server may have what this one lost (`get`'s mirror rule).
+                let backoff = Duration.seconds(retry.backoff(afterAttempt: job.attempt, random: random))
+                return .retry(reason: ErrorWords.status(status) + from, at: now.addingTimeInterval(wait(backoff)), kind: .http)
             }
             guard (200..<300).contains(status) else {
-                return .failed(reason: ErrorWords.status(status) + (job.attempt > 1 ? " (after \(job.attempt) attempts)" : ""), kind: .http)
+                return .failed(reason: ErrorWords.status(status) + from + (job.attempt > 1 ? " (after \(job.attempt) attempts)" : ""), kind: .http)
             }
             let destination = job.spec.request.destination
             return .completed(JobResult(
@@ -43,9 +53,9 @@ extension DurableWorker {
             return .cancelled(reason: "cancelled")
         case .failure(let error):
             let kind = DownloadFailureKind(error)
-            let words = ErrorWords.describe(error, host: host)
+            let words = ErrorWords.describe(error, host: host) + from
             if let delay = decision.delay(after: .failure(error), attempt: job.attempt, now: now, random: random) {
-                return .retry(reason: words, at: now.addingTimeInterval(delay.seconds), kind: kind)
+                return .retry(reason: words, at: now.addingTimeInterval(wait(delay)), kind: kind)
             }
             return .failed(reason: words + (job.attempt > 1 ? " (after \(job.attempt) attempts)" : ""), kind: kind)
         }
@@ -79,7 +89,16 @@ extension DurableWorker {
         }
         let retry = job.spec.retry
         guard job.attempt < retry.maxAttempts else { return .failed(reason: reason, kind: .checksum) }
-        return .retry(reason: reason, at: now.addingTimeInterval(retry.backoff(afterAttempt: job.attempt, random: random)), kind: .checksum)
+        // With mirrors the next server is tried at once, until the list is gone round.
+        let count = job.spec.request.urls.count
+        let wait = count > 1 && job.attempt % count != 0 ? 0 : retry.backoff(afterAttempt: job.attempt, random: random)
+        return .retry(reason: reason + mirrorNote(job), at: now.addingTimeInterval(wait), kind: .checksum)
+    }
+
+    /// ` (URL 2 of 3)` for a job with mirrors: which of its URLs the attempt went to.
+    private static func mirrorNote(_ job: JobRecord) -> String {
+        let count = job.spec.request.urls.count
+        return count > 1 ? " (URL \((max(job.attempt, 1) - 1) % count + 1) of \(count))" : ""
     }
 
     private static func fileSize(_ url: URL?) -> Int64 {

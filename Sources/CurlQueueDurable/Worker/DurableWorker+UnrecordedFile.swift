@@ -32,6 +32,7 @@ extension DurableWorker {
     /// The validator goes first: a file left with only the mark is never taken back.
     static func forgetFinished(_ file: URL) {
         _ = lremovexattr(file.path, validatorAttribute)
+        _ = lremovexattr(file.path, PartFileAttribute.source)
         _ = lremovexattr(file.path, finishedAttribute)
     }
 

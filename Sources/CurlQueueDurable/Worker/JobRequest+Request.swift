@@ -15,8 +15,10 @@ extension JobRequest {
     /// The core request for this job, downloading under `folder`, with `extraFields` (a
     /// resolved credential, the idempotency key) appended. Returns nil with a reason when it
     /// cannot be made (the store checked it at enqueue; this checks again).
-    func request(folder: URL, extraFields: [Field]) -> Result<Request, JobSpecError> {
-        guard let url = URL(string: url) else { return .failure(.badURL(self.url)) }
+    /// Attempt `attempt` goes to ``url(forAttempt:)``.
+    func request(folder: URL, extraFields: [Field], attempt: Int = 1) -> Result<Request, JobSpecError> {
+        let text = url(forAttempt: attempt)
+        guard let url = URL(string: text) else { return .failure(.badURL(text)) }
         guard let method = HTTPRequest.Method(method) else { return .failure(.badMethod(method)) }
         var request = Request(url: url, method: method)
         for field in headerFields + extraFields { request.addHeader(field.name, field.value) }
@@ -42,6 +44,7 @@ extension JobRequest {
             }
         }
         if let maxResponseBodySize { request.maxResponseBodySize = maxResponseBodySize }
+        if let maxBytesPerSecond { request.maxReceiveSpeed = maxBytesPerSecond }
         return .success(request)
     }
 }
