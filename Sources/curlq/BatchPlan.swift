@@ -1,5 +1,6 @@
 import CCurl  // <sys/xattr.h>: lgetxattr, for the validator a .part file keeps
 import CurlQueue
+import CurlQueueDownloads
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -201,32 +202,11 @@ enum BatchPlanner {
     }
 }
 
-/// What stands at a path, without following a symbolic link.
-enum FileKind: Equatable {
-    case missing, file, directory, symbolicLink, other
-
-    static func of(_ path: String) -> FileKind {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return .missing }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: return .file
-        case S_IFDIR: return .directory
-        case S_IFLNK: return .symbolicLink
-        default: return .other
-        }
-    }
-
+extension FileKind {
     /// Whether the `.part` file at `path` carries the validator (a strong ETag or Last-Modified)
     /// of the response it holds the start of, as `DestinationFile.validatorAttribute` in the
     /// engine keeps it: the engine then sends it as If-Range when resuming.
     static func hasPartValidator(_ path: String) -> Bool {
         lgetxattr(path, PartFileAttribute.validator, nil, 0) > 0
-    }
-
-    /// The size of a file (following links), or nil.
-    static func size(_ path: String) -> Int64? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return Int64(info.st_size)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CurlQueue
+import CurlQueueDownloads
 import CurlQueueDemoServer
 import Foundation
 

@@ -1,3 +1,4 @@
+import CurlQueueDownloads
 import CurlQueueDurable
 import CurlQueueSQLite
 import Foundation

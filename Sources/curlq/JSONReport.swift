@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueDownloads
 import Foundation
 
 /// `--json`: one JSON object on standard output, written file by file so that a batch of any

@@ -1,3 +1,4 @@
+import CurlQueueDownloads
 import Foundation
 
 /// The human summary printed on standard error when a batch ends.

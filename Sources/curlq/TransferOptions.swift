@@ -1,5 +1,6 @@
 import ArgumentParser
 import CurlQueue
+import CurlQueueDownloads
 import Foundation
 #if canImport(Glibc)
 import Glibc

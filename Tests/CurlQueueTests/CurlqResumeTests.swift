@@ -1,5 +1,6 @@
 @testable import curlq
 import CurlQueue
+import CurlQueueDownloads
 import CurlQueueTestHelpers
 import CurlQueueTestSupport
 import Dispatch

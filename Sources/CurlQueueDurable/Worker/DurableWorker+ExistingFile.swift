@@ -37,16 +37,16 @@ extension DurableWorker {
             return .decided
         }
         for path in Set([staged.path + ".part", staged.path, destination.path]).sorted() {
-            switch Self.kind(of: path) {
+            switch FileKind.of(path) {
             case .missing, .file: continue
             case .directory: return decide(.failed(reason: "\(path) exists and is a folder", kind: .file))
             case .symbolicLink: return decide(.failed(reason: "refusing to write through the symbolic link \(path)", kind: .file))
             case .other: return decide(.failed(reason: "\(path) exists and is not a regular file", kind: .file))
             }
         }
-        guard Self.kind(of: destination.path) == .file, !configuration.replacesExistingFiles,
+        guard FileKind.of(destination.path) == .file, !configuration.replacesExistingFiles,
               !Self.isOwnOutput(destination.path, job: id) else { return .absent }
-        let size = Self.size(of: destination.path)
+        let size = FileKind.size(destination.path) ?? 0
         if let checksum = job.spec.request.checksum, let algorithm = DigestAlgorithm(rawValue: checksum.algorithm.lowercased()) {
             let actual = (try? FileDigests.hex([algorithm], ofFileAt: destination.path)[algorithm]) ?? nil
             guard let actual else {
@@ -97,25 +97,6 @@ extension DurableWorker {
         guard fd >= 0 else { return false }
         defer { _ = close(fd) }
         return attribute(finishedAttribute, of: fd)?.hasSuffix(" \(job)") == true
-    }
-
-    enum PathKind { case missing, file, directory, symbolicLink, other }
-
-    /// What stands at `path`, without following a symbolic link.
-    static func kind(of path: String) -> PathKind {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return .missing }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: return .file
-        case S_IFDIR: return .directory
-        case S_IFLNK: return .symbolicLink
-        default: return .other
-        }
-    }
-
-    static func size(of path: String) -> Int64 {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int64(info.st_size) : 0
     }
 
     /// A verified download at `staged` moved to the job's name: by a new link, so that nothing
