@@ -220,7 +220,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
             connect: options.connectTimeout.map(Self.duration) ?? .seconds(30),
             total: options.timeout.map(Self.duration), idle: options.stallTimeout.map(Self.duration))
         request.tls = options.tls
-        request.applyRates(options)  // --speed-limit, --limit-rate, --max-overall-rate (RateOptions.swift)
+        request.applyRates(options)  // --speed-limit, --limit-rate, --max-overall-rate (TransferOptions+Rates.swift)
         if let own = job.maxBytesPerSecond { request.maxReceiveSpeed = own }
         let fields = requestHeaders(job, url: url)
         for header in fields { request.addHeader(header.name, header.value) }

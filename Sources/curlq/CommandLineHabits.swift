@@ -1,5 +1,5 @@
 /// The command line as a curl or aria2c user types it, looked at before ArgumentParser reads it,
-/// so that a habit gets a message naming the habit and curlq's spelling (issue 36):
+/// so that a habit gets a message naming the habit and curlq's spelling:
 ///
 /// - an option curlq does not have but curl or aria2c do (`--retry 3`, `-x 8`, `-C -`, `-m 60`)
 ///   is reported as that option, never as its value taken for a URL (`not a URL: '3'`);

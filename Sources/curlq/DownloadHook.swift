@@ -5,7 +5,7 @@ import Glibc
 import Musl
 #endif
 
-/// `--on-download-complete COMMAND` (aria2c's hook, issue 36): after each file is downloaded
+/// `--on-download-complete COMMAND` (aria2c's hook): after each file is downloaded
 /// (and verified, and named), COMMAND runs with the file's absolute path as its one argument.
 ///
 /// - Never through a shell: `posix_spawnp` with `[COMMAND, PATH]`, so no name a server or an

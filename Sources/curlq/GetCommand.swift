@@ -67,7 +67,7 @@ struct GetCommand: AsyncParsableCommand {
             help: ArgumentHelp("Read URLs and their options from FILE ('-' for standard input). Repeatable.", valueName: "FILE"))
     var inputs: [String] = []
 
-    // MARK: Where files go (issue 22, trap 5: -o is a file as in curl, -d the folder as in aria2c)
+    // MARK: Where files go (-o is a file as in curl, -d the folder as in aria2c)
 
     @Option(name: [.customShort("d"), .customLong("dir")],
             help: ArgumentHelp("Folder to download into; created when missing.", valueName: "DIR"))
@@ -81,7 +81,7 @@ struct GetCommand: AsyncParsableCommand {
           help: "Name each file after its URL's last path segment (what curlq always does; accepted as curl's -O).")
     var remoteName = false
 
-    // MARK: curl's habits that are curlq's behaviour anyway (issue 36): accepted, changing nothing
+    // MARK: curl's habits that are curlq's behaviour anyway: accepted, changing nothing
 
     @Flag(name: [.customShort("L"), .customLong("location")],
           help: "Accepted for curl's habit; changes nothing: curlq always follows redirects (up to 10), credentials never past another origin.")
@@ -118,7 +118,7 @@ struct GetCommand: AsyncParsableCommand {
     var retryHTTP: String = "429,503"
 
 
-    // MARK: One file over several connections (issue 22: -s/--split, SplitDownload.swift)
+    // MARK: One file over several connections (-s/--split, SplitDownload.swift)
 
     @Option(name: [.customShort("s"), .customLong("split")],
             help: ArgumentHelp("Fetch each file as N byte ranges at once, into one NAME.part (as aria2's -x/-s; 1 to 64, default 1). Needs a server that answers ranges with a validator (ETag or Last-Modified), else one connection; each range resumes on a rerun (NAME.part.ranges). A split file takes one -j slot and up to N connections (at most --per-host); --limit-rate holds for the whole file, its ranges together.", valueName: "N"))
@@ -145,7 +145,7 @@ struct GetCommand: AsyncParsableCommand {
     var overwrite = false
 
 
-    // MARK: Messages a person can act on (issue 22)
+    // MARK: Messages a person can act on
 
 
     @Option(name: .customLong("on-download-complete"),

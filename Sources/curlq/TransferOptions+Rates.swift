@@ -2,7 +2,7 @@ import ArgumentParser
 import CurlQueue
 
 /// Speeds on the command line: `--limit-rate`, `--max-overall-rate` and `--speed-limit`
-/// (issue 22: curl's and aria2's bandwidth limits and lowest speed).
+/// (curl's and aria2's bandwidth limits and lowest speed).
 enum Rate {
     /// Bytes per second from `500`, `500K`, `2M`, `1G` (also `1.5M`; `k`, `m`, `g` and a
     /// trailing `B` or `/s` accepted), binary multiples as curl's `--limit-rate` and aria2's:

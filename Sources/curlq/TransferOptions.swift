@@ -12,7 +12,7 @@ import Musl
 /// TLS trust, headers and User-Agent, credentials (resolved by the process that runs the
 /// transfer, never stored), time limits and speeds.
 struct TransferOptions: ParsableArguments {
-    // MARK: TLS trust (issue 22, trap 4: curl's options and environment variables)
+    // MARK: TLS trust (curl's options and environment variables)
 
     @Option(name: .customLong("cacert"),
             help: ArgumentHelp("PEM file of CA certificates to trust instead of the system's, as curl's --cacert (default: $CURL_CA_BUNDLE, else $SSL_CERT_FILE).", valueName: "FILE"))
@@ -29,7 +29,7 @@ struct TransferOptions: ParsableArguments {
     @Flag(name: [.customShort("k"), .customLong("insecure")],
           help: "INSECURE: accept any certificate for any host name (a warning is printed on every run). A --pinnedpubkey is still checked.")
     var insecure = false
-    // MARK: Time limits (issue 22, trap 1: a stall limit on by default; the whole-file limit named as such)
+    // MARK: Time limits (a stall limit on by default; the whole-file limit named as such)
 
     @Option(name: .customLong("max-file-time"),
             help: ArgumentHelp("Most time for the whole of one file, retries and their waits included (default: none). Not a stall limit: see --stall-timeout.", valueName: "SECONDS"))
@@ -43,7 +43,7 @@ struct TransferOptions: ParsableArguments {
             help: ArgumentHelp("Most time to connect (default 30).", valueName: "SECONDS"))
     var connectTimeout: Double?
 
-    // MARK: Speeds (issue 22: lowest speed as curl's --speed-limit/--speed-time; bandwidth limits; RateOptions.swift)
+    // MARK: Speeds (lowest speed as curl's --speed-limit/--speed-time; bandwidth limits; TransferOptions+Rates.swift)
 
     @Option(name: [.customLong("speed-limit"), .customLong("lowest-speed-limit")],
             help: ArgumentHelp("Fail an attempt slower than RATE bytes/s (500K, 2M, …) for --speed-time, and retry it like a network error (default: none).", valueName: "RATE"))
@@ -66,7 +66,7 @@ struct TransferOptions: ParsableArguments {
     @Option(name: [.customShort("A"), .customLong("user-agent")],
             help: ArgumentHelp("The User-Agent header to send (default \(CurlqVersion.userAgent)); '' sends none. A -H or header= User-Agent wins.", valueName: "NAME"))
     var userAgent: String?
-    // MARK: Credentials (issue 22: -u, --netrc, --netrc-file, -b; sent only to the origin they were given for)
+    // MARK: Credentials (-u, --netrc, --netrc-file, -b; sent only to the origin they were given for)
 
     @Option(name: [.customShort("u"), .customLong("user")],
             help: ArgumentHelp("Basic authentication for every URL, 'user:password' (no prompt). Never shown; not sent past a redirect to another origin.", valueName: "USER:PASSWORD"))

@@ -16,7 +16,7 @@ extension BodyStream {
     ///
     /// Generic over the waiting consumers (continuations) and the producer's `resume`, so that
     /// tests can drive it with plain values.
-    struct StateMachine<HeadWaiter, ChunkWaiter, PauseWaiter, Resume> {
+    struct StateMachine<HeadWaiter: Sendable, ChunkWaiter: Sendable, PauseWaiter: Sendable, Resume: Sendable>: Sendable {
         /// Pull mode: chunks are kept for an iterator. Push mode: they are dispatched.
         let keepsChunks: Bool
         /// The most bytes handed over and not consumed that an offer may bring the stream to

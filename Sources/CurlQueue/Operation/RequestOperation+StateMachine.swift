@@ -9,7 +9,7 @@ extension RequestOperation {
     ///
     /// Generic over the handle of a running attempt so that tests can drive it with plain
     /// values instead of libcurl transfers.
-    struct StateMachine<Handle> {
+    struct StateMachine<Handle>: Sendable where Handle: Sendable {
         enum State {
             /// Made, neither started nor added to a queue.
             case idle

@@ -44,7 +44,7 @@ public final class RequestOperation: Sendable {
     let engine: CurlEngine
     let state: Locked<State>
 
-    struct State {
+    struct State: Sendable {
         var machine = StateMachine<Attempt>()
         // The one-byte fields right after the machine, whose size (66) leaves 6 bytes before
         // the next 8-byte field: between 8-byte fields each took 8 (a pending operation is

@@ -12,7 +12,7 @@ extension RequestBatch {
     ///
     /// Generic over the waiting consumer (a continuation) and the outcome, so that tests can
     /// drive it with plain values.
-    struct StateMachine<Waiter, Outcome> {
+    struct StateMachine<Waiter, Outcome>: Sendable where Waiter: Sendable, Outcome: Sendable {
         /// Decided, not yet taken. Only ever non-empty while nobody waits.
         private var ready = Deque<Outcome>()
         /// Consumers waiting for an outcome. Only ever non-empty while `ready` is empty.

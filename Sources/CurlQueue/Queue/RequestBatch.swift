@@ -9,7 +9,7 @@
 final class RequestBatch: Sendable {
     typealias Waiter = CheckedContinuation<RequestQueue.Responses.Outcome?, Never>
 
-    private struct State {
+    private struct State: Sendable {
         var machine: StateMachine<Waiter, RequestQueue.Responses.Outcome>
         /// The batch's operations whose outcome is not decided yet, by index, for cancelling
         /// them. A decided one is let go of at once: it holds its response.

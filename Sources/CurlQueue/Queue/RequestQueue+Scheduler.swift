@@ -19,7 +19,7 @@ extension RequestQueue {
     /// per-host limit (`maxPerHost == 0`, the default) items start without one; when a limit
     /// is set, ``setMaxPerHost(_:hostOf:)`` asks for the hosts of the running items that have
     /// none, so the limit counts them too.
-    struct Scheduler<ID: Hashable, Payload> {
+    struct Scheduler<ID: Hashable, Payload>: Sendable where ID: Sendable, Payload: Sendable {
         /// A pending item's place in a heap: priority, then order key, packed in one word so
         /// that the heap compares entries with one comparison and holds two words per entry.
         struct Entry: Comparable {

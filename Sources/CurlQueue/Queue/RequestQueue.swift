@@ -66,7 +66,7 @@ public final class RequestQueue: Sendable {
         }
     }
 
-    struct State {
+    struct State: Sendable {
         var scheduler = Scheduler<OperationKey, Member>()
         var sameRequest = DuplicateIndex()
         var allowDuplicateRequests = false

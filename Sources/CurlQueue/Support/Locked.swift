@@ -15,7 +15,7 @@ import Musl
 /// ``RequestOperation`` has one. The mutex stays at one address for the object's lifetime,
 /// as a pthread mutex must. `Locked` is a struct holding that one reference, so copies of it
 /// share the value and the mutex, as references to a class would.
-package struct Locked<Value>: @unchecked Sendable {  // safe: the value is only touched with the mutex held, and `storage` never escapes
+package struct Locked<Value> {
     private final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
         deinit {
             withUnsafeMutablePointerToElements { mutex in
@@ -44,3 +44,9 @@ package struct Locked<Value>: @unchecked Sendable {  // safe: the value is only 
         }
     }
 }
+
+// Safe: the value is only touched with the mutex held, and `storage` never escapes. Only for a
+// Sendable value (as NIO's `NIOLockedValueBox`): a lock does not make a non-Sendable value safe
+// to hand out of `withLock` to another thread.
+extension Locked: @unchecked Sendable where Value: Sendable {}
+
