@@ -100,6 +100,13 @@ final class WebDriverSession: @unchecked Sendable {  // safe: every stored prope
         _ = try await command(.post, "element/\(element)/value", ["text": text])
     }
 
+    /// Runs `script` in every page opened from now on, before the page's own scripts
+    /// (chromedriver's Chrome DevTools command Page.addScriptToEvaluateOnNewDocument).
+    func runBeforeEachPage(_ script: String) async throws {
+        _ = try await Self.send(.post, "\(base)/session/\(id)/goog/cdp/execute",
+                                ["cmd": "Page.addScriptToEvaluateOnNewDocument", "params": ["source": script]])
+    }
+
     /// Empties a form field.
     func clear(_ selector: String) async throws {
         let element = try await element(selector)

@@ -86,8 +86,13 @@ struct WebPageBrowserTests {
         try await browser.click("li[data-gid=\"\(gid)\"] button[data-action=\"\(action)\"]")
     }
 
-    @Test(.timeLimit(.minutes(2)))
-    func addWatchPrioritizePauseCancelAndFailThroughThePage() async throws {
+    /// Starts the backend, the fixture server and a browser (running `beforeLoad` on it before
+    /// any page is opened), runs `body`, and stops them all, whether `body` throws or not.
+    func withPage(
+        _ name: String,
+        beforeLoad: (WebDriverSession) async throws -> Void = { _ in },
+        _ body: (WebDriverSession, WebPageBackend, FixtureServer, URL) async throws -> Void
+    ) async throws {
         let started = ContinuousClock.now
         try await withServer { server in
             try await withFolder { folder in
@@ -95,7 +100,8 @@ struct WebPageBrowserTests {
                 defer { backend.stop() }
                 let browser = try await WebDriverSession.start(in: folder)
                 do {
-                    try await scenario(browser, backend, server, folder)
+                    try await beforeLoad(browser)
+                    try await body(browser, backend, server, folder)
                     await browser.close()
                 } catch {
                     await browser.close()
@@ -103,17 +109,54 @@ struct WebPageBrowserTests {
                 }
             }
         }
-        print("WebPageBrowserTests: the browser scenario took \(ContinuousClock.now - started)")
+        print("WebPageBrowserTests: \(name) took \(ContinuousClock.now - started)")
     }
 
-    func scenario(_ browser: WebDriverSession, _ backend: WebPageBackend, _ server: FixtureServer, _ folder: URL) async throws {
+    /// Opens the page, sees it refused without the secret, types the secret in and waits until
+    /// the page says it is connected over `transport` ("websocket" or "http").
+    func signIn(_ browser: WebDriverSession, _ backend: WebPageBackend, over transport: String) async throws {
         try await browser.open(backend.pageURL)
-        // Without the secret the server refuses every call, and the page says so.
         _ = try await waitForPage(browser, "the refusal of a call without the secret") { $0.connection == "error" ? true : nil }
         try await browser.type(backend.secret, into: "#secret")
         try await browser.click("#save-secret")
-        _ = try await waitForPage(browser, "a WebSocket connection") { $0.connection == "websocket" ? true : nil }
+        _ = try await waitForPage(browser, "a connection over \(transport)") { $0.connection == transport ? true : nil }
+    }
 
+    @Test(.timeLimit(.minutes(2)))
+    func addWatchPrioritizePauseCancelAndFailThroughThePage() async throws {
+        try await withPage("the WebSocket scenario") { browser, backend, server, folder in
+            try await signIn(browser, backend, over: "websocket")
+            try await scenario(browser, backend, server, folder)
+        }
+    }
+
+    /// With its WebSocket refused (as behind a proxy that drops the upgrade), the page works
+    /// over HTTP POST, polling: a download added, one cancelled, one completed.
+    @Test(.timeLimit(.minutes(2)))
+    func worksOverHTTPWhenTheWebSocketIsRefused() async throws {
+        try await withRefusingPort { refusing in
+            let redirect = """
+                window.WebSocket = class extends WebSocket {
+                  constructor() { super("ws://127.0.0.1:\(refusing)/jsonrpc"); }
+                };
+                """
+            try await withPage("the HTTP scenario", beforeLoad: { try await $0.runBeforeEachPage(redirect) }) { browser, backend, server, _ in
+                try await signIn(browser, backend, over: "http")
+                try await add(server.url("/bytes/1048576?holdAt=262144&gate=http-a"), browser)
+                let held = try await waitForPage(browser, "1048576 running") { state in
+                    state.item("1048576").flatMap { $0.section == "active" && ($0.progress ?? 0) > 0 ? $0 : nil }
+                }
+                try await click("remove", on: held.gid, browser)
+                _ = try await waitForPage(browser, "1048576 cancelled") { $0.item("1048576")?.section == "removed" ? true : nil }
+                try await add(server.url("/bytes/2000"), browser)
+                _ = try await waitForPage(browser, "2000 done") { $0.item("2000")?.section == "done" ? true : nil }
+                let state = try await waitForPage(browser, "the page") { $0 }
+                #expect(state.connection == "http")
+            }
+        }
+    }
+
+    func scenario(_ browser: WebDriverSession, _ backend: WebPageBackend, _ server: FixtureServer, _ folder: URL) async throws {
         // A slow download, held by the fixture part way: it runs, with its progress.
         let size = 3 * 1024 * 1024
         try await add(server.url("/bytes/\(size)?holdAt=\(1024 * 1024)&gate=web-a"), browser)
@@ -175,6 +218,13 @@ struct WebPageBrowserTests {
         #expect(complete.figures == "3.0 MiB")
         let file = try Data(contentsOf: backend.downloads.appendingPathComponent("\(size)"))
         #expect(file == Data(FixtureServer.expectedBytes(count: size)))
+
+        // A link to the page that names another server gets none of this one's secret.
+        var other = try #require(URLComponents(url: backend.pageURL, resolvingAgainstBaseURL: false))
+        other.queryItems = [URLQueryItem(name: "rpc", value: server.url("/echo").absoluteString)]
+        try await browser.open(try #require(other.url))
+        try await server.waitForRequests(pathPrefix: "/echo", count: 1)
+        #expect(try await browser.evaluate("return document.getElementById('secret').value") == "")
     }
 
     /// Where the screenshot goes: CURLQUEUE_WEB_SCREENSHOT (docs/images/web-page.png is made

@@ -6,7 +6,8 @@
 
 const POLL_MS = 1000;
 const CALL_TIMEOUT_MS = 15000;
-const SECRET_KEY = "curlq-rpc-secret";
+// The secret is kept per endpoint: a link whose ?rpc= names another server gets none of it.
+const SECRET_KEY = "curlq-rpc-secret ";
 const KEYS = ["gid", "status", "totalLength", "completedLength", "downloadSpeed", "files",
               "errorCode", "errorMessage"];
 // Where each aria2 status is shown (aria2's `removed` is a cancelled download).
@@ -362,14 +363,15 @@ async function add(event) {
 
 function start() {
   const url = endpoint();
-  document.getElementById("endpoint").textContent = url.href;
+  document.getElementById("endpoint").textContent = url.href
+    + (url.origin === location.origin ? "" : " (not this page's server)");
   page.rpc = new RPC(url, () => refresh(), () => showConnection());
-  page.rpc.secret = sessionStorage.getItem(SECRET_KEY) || "";
+  page.rpc.secret = sessionStorage.getItem(SECRET_KEY + url.href) || "";
   document.getElementById("secret").value = page.rpc.secret;
   document.getElementById("secret-form").addEventListener("submit", (event) => {
     event.preventDefault();
     page.rpc.secret = document.getElementById("secret").value;
-    sessionStorage.setItem(SECRET_KEY, page.rpc.secret);
+    sessionStorage.setItem(SECRET_KEY + url.href, page.rpc.secret);
     refresh();
   });
   document.getElementById("add-form").addEventListener("submit", add);
