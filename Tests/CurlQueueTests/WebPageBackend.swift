@@ -38,7 +38,7 @@ struct WebPageBackend: Sendable {
         let downloads = folder.appendingPathComponent("downloads")
         try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
         let secret = UUID().uuidString
-        let page = try WatchedProcess("/usr/bin/python3", [
+        let page = try WatchedProcess(try python3(), [
             "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", webFolder.path,
         ])
         let pagePort = try await page.waitForLine { line -> Int? in
@@ -88,6 +88,15 @@ struct WebPageBackend: Sendable {
         let answer = try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
         if let error = answer?["error"] { throw WebDriverError.unexpected("aria2.\(method): \(error)") }
         return answer?["result"] ?? nil
+    }
+
+    /// python3 from PATH (scripts/check-docs needs it too).
+    private static func python3() throws -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for folder in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(folder)/python3") {
+            return "\(folder)/python3"
+        }
+        throw WebDriverError.unexpected("python3 is not installed: it serves the page to the browser")
     }
 
     private static func freePort() async throws -> Int {
