@@ -199,7 +199,17 @@ struct WebPageBrowserTests {
         _ = try await waitForPage(browser, "1003 paused") { $0.item("1003")?.section == "paused" ? true : nil }
         try await browser.screenshot().write(to: screenshotFile(folder))
         try await click("unpause", on: third.gid, browser)
-        _ = try await waitForPage(browser, "1003 waiting again") { $0.item("1003")?.section == "waiting" ? true : nil }
+        _ = try await waitForPage(browser, "1003 waiting again") { $0.names(in: "waiting") == ["1002", "1003", "1001"] ? true : nil }
+        // One up, one down: 1001, 1002, 1003.
+        let last = try await waitForPage(browser, "1001 waiting") { $0.item("1001") }
+        try await click("up", on: last.gid, browser)
+        _ = try await waitForPage(browser, "1002, 1001, 1003 waiting in that order") {
+            $0.names(in: "waiting") == ["1002", "1001", "1003"] ? true : nil
+        }
+        try await click("down", on: waiting.gid, browser)
+        _ = try await waitForPage(browser, "1001, 1002, 1003 waiting in that order") {
+            $0.names(in: "waiting") == ["1001", "1002", "1003"] ? true : nil
+        }
 
         // Cancelling the second running download frees its slot: the queue runs in its order.
         try await click("remove", on: second.gid, browser)
@@ -207,7 +217,7 @@ struct WebPageBrowserTests {
             state.item("2097152")?.section == "removed" && state.names(in: "done").count == 3 ? state.names(in: "done") : nil
         }
         // Done shows the latest first: they ran in the queue's order.
-        #expect(done == ["1001", "1003", "1002"])
+        #expect(done == ["1003", "1002", "1001"])
 
         // The first download goes on to the end once the fixture lets it.
         server.openGate("web-a")
@@ -218,6 +228,10 @@ struct WebPageBrowserTests {
         #expect(complete.figures == "3.0 MiB")
         let file = try Data(contentsOf: backend.downloads.appendingPathComponent("\(size)"))
         #expect(file == Data(FixtureServer.expectedBytes(count: size)))
+
+        // A failure cleared from the list.
+        try await click("clear", on: failed.gid, browser)
+        _ = try await waitForPage(browser, "404 cleared") { $0.item("404") == nil && $0.item("\(size)") != nil ? true : nil }
 
         // A link to the page that names another server gets none of this one's secret.
         var other = try #require(URLComponents(url: backend.pageURL, resolvingAgainstBaseURL: false))
