@@ -27,8 +27,9 @@ const LABELS = { pause: "Pause", unpause: "Resume", first: "Move to the front of
                  up: "Move up the queue", down: "Move down the queue", remove: "Cancel",
                  clear: "Clear from the list" };
 
-// The endpoint: same-origin /jsonrpc, or `?rpc=http://HOST:PORT/jsonrpc` (development against
-// another server). Only an http(s) URL is taken; a secret never goes in the page's URL.
+// The endpoint: `jsonrpc` beside the page (the daemon's /jsonrpc; under a proxy's prefix too),
+// or `?rpc=http://HOST:PORT/jsonrpc` (development against another server). Only an http(s)
+// URL is taken; a secret never goes in the page's URL.
 function endpoint() {
   const given = new URLSearchParams(location.search).get("rpc");
   if (given) {
@@ -41,7 +42,7 @@ function endpoint() {
       }
     } catch (error) { /* fall through to the same origin */ }
   }
-  return new URL("/jsonrpc", location.href);
+  return new URL("jsonrpc", location.href);
 }
 
 // JSON-RPC over a WebSocket when one is open, else over HTTP POST; reconnects the socket.
@@ -382,7 +383,9 @@ function start() {
   });
   page.rpc.connect();
   refresh();
-  setInterval(refresh, POLL_MS);
+  // No polling while the tab is hidden; a look at once when it shows again.
+  setInterval(() => { if (!document.hidden) refresh(); }, POLL_MS);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
 }
 
 start();
