@@ -166,6 +166,8 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),  // to silence the library's log in `get`
             ],
+            // The daemon's web page (docs/web.md): static files served as they are, not compiled.
+            exclude: ["Web"],
             swiftSettings: strict
         ),
         // Test-only: runs one download in a process of its own, to measure its peak memory.

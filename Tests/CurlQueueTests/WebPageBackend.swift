@@ -1,0 +1,108 @@
+import CurlQueue
+import CurlQueueTestSupport
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the web page talks to in WebPageBrowserTests: an aria2 JSON-RPC server, where the
+/// page is served, and where downloads land. Today `aria2c --enable-rpc` with the page from a
+/// static server; ``start(in:)`` is the one place to change for `curlq daemon --enable-rpc`,
+/// which serves the page itself at `/` (then `pageURL` is its root, without `?rpc=`).
+struct WebPageBackend: Sendable {
+    /// The JSON-RPC endpoint (`http://127.0.0.1:PORT/jsonrpc`).
+    var rpcURL: URL
+    /// The page, pointed at ``rpcURL``.
+    var pageURL: URL
+    /// The RPC secret (`--rpc-secret`); the test types it into the page.
+    var secret: String
+    /// The folder downloads are written to.
+    var downloads: URL
+    /// The processes to stop at the end.
+    var processes: [WatchedProcess]
+
+    static let aria2c = "/usr/bin/aria2c"
+
+    /// The page's folder in this checkout: Sources/curlq/Web.
+    static var webFolder: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/curlq/Web")
+    }
+
+    /// Starts aria2c (downloads into `folder`/downloads, at most `concurrency` at a time) and
+    /// a static server for the page (Python's http.server: the page needs no more than files).
+    static func start(in folder: URL, concurrency: Int = 2) async throws -> WebPageBackend {
+        guard FileManager.default.isExecutableFile(atPath: aria2c) else {
+            throw WebDriverError.unexpected("aria2c is not installed (scripts/setup installs Debian's aria2)")
+        }
+        let downloads = folder.appendingPathComponent("downloads")
+        try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
+        let secret = UUID().uuidString
+        let page = try WatchedProcess(try python3(), [
+            "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", webFolder.path,
+        ])
+        let pagePort = try await page.waitForLine { line -> Int? in
+            guard let range = line.range(of: "Serving HTTP on 127.0.0.1 port ") else { return nil }
+            return Int(line[range.upperBound...].prefix { $0.isNumber })
+        }
+        // aria2c takes no port 0: a free port is picked, and another one tried should it be taken
+        // by the time aria2c binds it.
+        var lastError: any Error = WebDriverError.unexpected("aria2c did not start")
+        for _ in 0..<5 {
+            let port = try await freePort()
+            let rpc = try WatchedProcess(aria2c, [
+                "--no-conf", "--enable-rpc", "--rpc-listen-port=\(port)", "--rpc-secret=\(secret)",
+                "--rpc-allow-origin-all",  // the page is served from another port: CORS for its POST fallback
+                "--dir=\(downloads.path)", "--max-concurrent-downloads=\(concurrency)",
+                "--max-tries=1", "--file-allocation=none", "--auto-file-renaming=false",
+                "--stop-with-process=\(getpid())",  // gone with the test process, should it crash
+                "--log=-", "--log-level=notice", "--console-log-level=warn",
+            ])
+            do {
+                try await rpc.waitForLine { $0.contains("RPC: listening on TCP port \(port)") ? true : nil }
+                let rpcURL = URL(string: "http://127.0.0.1:\(port)/jsonrpc")!
+                var components = URLComponents(string: "http://127.0.0.1:\(pagePort)/index.html")!
+                components.queryItems = [URLQueryItem(name: "rpc", value: rpcURL.absoluteString)]
+                return WebPageBackend(rpcURL: rpcURL, pageURL: components.url!, secret: secret,
+                                      downloads: downloads, processes: [page, rpc])
+            } catch {
+                rpc.stop()
+                lastError = error
+            }
+        }
+        page.stop()
+        throw lastError
+    }
+
+    func stop() {
+        for process in processes { process.stop() }
+    }
+
+    /// Calls `aria2.METHOD` over HTTP POST with the secret and returns its `result`.
+    func call(_ method: String, _ params: [Any]) async throws -> Any? {
+        let body: [String: Any] = ["jsonrpc": "2.0", "id": "test", "method": "aria2.\(method)",
+                                   "params": ["token:\(secret)"] + params]
+        var request = Request(url: rpcURL, method: .post, body: .bytes(try JSONSerialization.data(withJSONObject: body)))
+        request.headerFields[.contentType] = "application/json"
+        let response = try await RequestOperation(request: request).response()
+        let answer = try JSONSerialization.jsonObject(with: response.body) as? [String: Any]
+        if let error = answer?["error"] { throw WebDriverError.unexpected("aria2.\(method): \(error)") }
+        return answer?["result"] ?? nil
+    }
+
+    /// python3 from PATH (scripts/check-docs needs it too).
+    private static func python3() throws -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for folder in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(folder)/python3") {
+            return "\(folder)/python3"
+        }
+        throw WebDriverError.unexpected("python3 is not installed: it serves the page to the browser")
+    }
+
+    private static func freePort() async throws -> Int {
+        let probe = try await FixtureServer.start()
+        let port = probe.port
+        try await probe.shutdown()
+        return port
+    }
+}
