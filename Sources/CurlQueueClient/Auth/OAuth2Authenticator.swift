@@ -197,7 +197,7 @@ public final class OAuth2Authenticator: Sendable {
                 if (200..<300).contains(response.status.code) {
                     do {
                         let token = try parseToken(response)
-                        store?.saveToken(token)
+                        if let store { await TokenStoreCalls.run { store.saveToken(token) } }
                         return .token(token)
                     } catch {
                         failure = TokenFailure(attempt: attempt, response: response, error: error)
@@ -212,7 +212,7 @@ public final class OAuth2Authenticator: Sendable {
             switch await onTokenFailure(failure) {
             case .retry: return .retry
             case .giveUp:
-                store?.removeToken()
+                if let store { await TokenStoreCalls.run { store.removeToken() } }
                 return .giveUp(failure.error)
             }
         }

@@ -75,9 +75,16 @@ public protocol ResponseCacheStore: Sendable {
     /// ones stored for credentials again only within one run (entries of requests without
     /// credentials do not depend on it); ``DiskCacheStore`` keeps its own in its folder.
     var partitionSecret: [UInt8] { get }
+    /// Whether calls wait for a disk or another slow resource: a ``ResponseCache`` then makes
+    /// them on Dispatch threads, off the Swift concurrency pool. False by default (a store in
+    /// memory); ``DiskCacheStore`` says true.
+    var blocksOnIO: Bool { get }
 }
 
 extension ResponseCacheStore {
+    /// False: calls are quick (``ResponseCacheStore/blocksOnIO``).
+    public var blocksOnIO: Bool { false }
+
     /// Random, one per process (``ResponseCacheStore/partitionSecret``).
     public var partitionSecret: [UInt8] { CachePartition.processSecret }
 }

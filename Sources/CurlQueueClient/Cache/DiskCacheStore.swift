@@ -41,6 +41,9 @@ public final class DiskCacheStore: ResponseCacheStore {
     /// The store's random secret (``ResponseCacheStore/partitionSecret``), kept in the folder
     /// so that entries stored for credentials are found again after a restart.
     public let partitionSecret: [UInt8]
+    /// True: every call reads or writes files (``ResponseCacheStore/blocksOnIO``), so a
+    /// ``ResponseCache`` calls it off the Swift concurrency pool.
+    public var blocksOnIO: Bool { true }
 
     /// The name of the file in the folder that holds ``partitionSecret``.
     public static let partitionSecretFileName = "partition-secret"

@@ -26,7 +26,9 @@ public import HTTPTypes
 ///   discarded bodies); `HEAD` and others go straight through. A successful `POST`, `PUT`,
 ///   `PATCH` or `DELETE` removes the stored response for its URL, the caller's and the one for
 ///   requests without credentials (RFC 9111 §4.4).
-/// - Safe to use from any task; the store is asked from the calling task.
+/// - Safe to use from any task. A store that waits for a disk (``ResponseCacheStore/blocksOnIO``,
+///   ``DiskCacheStore``) is called on Dispatch threads, never on the Swift concurrency pool;
+///   each call is awaited, so a later lookup sees what was written.
 public final class ResponseCache: Sendable {
     /// Where the entries live.
     public let store: any ResponseCacheStore
@@ -34,6 +36,7 @@ public final class ResponseCache: Sendable {
     public let scope: CacheScope
     private let partition: CachePartition
     private let now: @Sendable () -> Date
+    private let calls: StoreCalls
 
     /// A cache over `store`.
     ///
@@ -53,6 +56,7 @@ public final class ResponseCache: Sendable {
     ) {
         self.store = store
         self.scope = scope
+        calls = StoreCalls(store)
         partition = CachePartition(declaredFields: credentialFields, secret: store.partitionSecret)
         self.now = now
     }
@@ -76,11 +80,11 @@ public final class ResponseCache: Sendable {
         // A GET with a body (a search API's query) is not told apart by its URL: not cached.
         guard request.method == .get, request.body == nil, request.destination == nil, !request.discardsBody else {
             let response = try await send(request)
-            invalidateAfterUnsafeMethod(request, response: response)
+            await invalidateAfterUnsafeMethod(request, response: response)
             return response
         }
         let key = storageKey(for: request)
-        let entry = store.cachedResponse(forKey: key).flatMap {
+        let entry = await calls.cachedResponse(forKey: key).flatMap {
             CacheRules.matches($0, requestFields: request.headerFields, partitioned: partition.credentialFields) ? $0 : nil
         }
 
@@ -108,7 +112,7 @@ public final class ResponseCache: Sendable {
             let requestedAt = now()
             let response = try await send(revalidation)
             guard response.status == .notModified else {
-                return keep(response, for: request, key: key, requestedAt: requestedAt, timeToLive: timeToLive)
+                return await keep(response, for: request, key: key, requestedAt: requestedAt, timeToLive: timeToLive)
             }
             var updated = CacheRules.revalidated(entry, notModifiedFields: response.headerFields,
                                                  requestedAt: requestedAt, receivedAt: now())
@@ -119,9 +123,10 @@ public final class ResponseCache: Sendable {
                 method: .get, requestFields: request.headerFields, status: updated.status.code,
                 responseFields: updated.headerFields, timeToLive: updated.timeToLive, scope: scope,
                 requestHasAuthorization: CachePartition.hasAuthorization(url: request.url, fields: request.headerFields)) {
-                store.store(updated, forKey: key)
+                let entry = updated
+                await calls.write { $0.store(entry, forKey: key) }
             } else {
-                store.removeCachedResponse(forKey: key)
+                await calls.write { $0.removeCachedResponse(forKey: key) }
             }
             var answer = cachedAnswer(updated, for: request)
             // A cookie the 304 sets is this caller's, now; it is not stored.
@@ -138,12 +143,12 @@ public final class ResponseCache: Sendable {
     ) async throws -> Response {
         let requestedAt = now()
         let response = try await send(request)
-        return keep(response, for: request, key: key, requestedAt: requestedAt, timeToLive: timeToLive)
+        return await keep(response, for: request, key: key, requestedAt: requestedAt, timeToLive: timeToLive)
     }
 
     /// Stores `response` if HTTP's rules allow it; a response that may not be stored replaces
     /// nothing, but removes the old entry (it is no longer what the server says).
-    private func keep(_ response: Response, for request: Request, key: String, requestedAt: Date, timeToLive: Duration?) -> Response {
+    private func keep(_ response: Response, for request: Request, key: String, requestedAt: Date, timeToLive: Duration?) async -> Response {
         // A response that came after a redirect is the answer for another URL: a 302 is not
         // cacheable, and a 301's target may change what it says. It is not kept under this one.
         let storable = response.fileURL == nil && response.metrics.redirectCount == 0 && CacheRules.isStorable(
@@ -152,22 +157,23 @@ public final class ResponseCache: Sendable {
             requestHasAuthorization: CachePartition.hasAuthorization(url: request.url, fields: request.headerFields))
         if storable, let vary = CacheRules.varyingFields(responseFields: response.headerFields, requestFields: request.headerFields,
                                                          partitioned: partition.credentialFields) {
-            store.store(CachedResponse(status: response.status, headerFields: response.headerFields, body: response.body,
+            let entry = CachedResponse(status: response.status, headerFields: response.headerFields, body: response.body,
                                        requestedAt: requestedAt, receivedAt: now(), varyingRequestFields: vary,
-                                       timeToLive: timeToLive), forKey: key)
+                                       timeToLive: timeToLive)
+            await calls.write { $0.store(entry, forKey: key) }
         } else if response.status.kind == .successful || CacheControl(response.headerFields).noStore {
-            store.removeCachedResponse(forKey: key)
+            await calls.write { $0.removeCachedResponse(forKey: key) }
         }
         return response
     }
 
-    private func invalidateAfterUnsafeMethod(_ request: Request, response: Response) {
+    private func invalidateAfterUnsafeMethod(_ request: Request, response: Response) async {
         let unsafe: Set<HTTPRequest.Method> = [.post, .put, .patch, .delete]
         guard unsafe.contains(request.method), (200..<400).contains(response.status.code) else { return }
         // Other users' entries cannot be found from here (their keys hold their credentials'
         // hash): the caller's goes, and the one for requests without credentials.
-        store.removeCachedResponse(forKey: storageKey(for: request))
-        store.removeCachedResponse(forKey: CacheRules.key(method: .get, url: request.url))
+        let keys = [storageKey(for: request), CacheRules.key(method: .get, url: request.url)]
+        await calls.write { store in for key in keys { store.removeCachedResponse(forKey: key) } }
     }
 
     /// The key of the `GET` entry for `request`'s URL and credentials.
