@@ -26,11 +26,13 @@ struct StaticFiles: Sendable {
     /// `GET /` (index.html) and `GET /NAME`: only a plain name (letters, digits, `.`, `-`, `_`,
     /// no leading dot) of a regular file directly in the folder with a known type; nothing
     /// else, so no path leaves the folder.
-    func respond(to request: RPCHTTPRequest) -> RPCHTTPResponse {
+    func respond(to request: RPCHTTPRequest) -> RPCHTTPResponse { respond(path: request.path) }
+
+    func respond(path: String) -> RPCHTTPResponse {
         guard let folder else {
             return .text(.notFound, "the web page's files are not installed beside curlq (curlq_curlq.resources/Web)")
         }
-        let name = request.path == "/" ? "index.html" : String(request.path.dropFirst())
+        let name = path == "/" ? "index.html" : String(path.dropFirst())
         guard !name.isEmpty, !name.hasPrefix("."), name.utf8.count <= 100,
               name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil || "._-".unicodeScalars.contains($0)) }),
               let type = Self.types[(name as NSString).pathExtension.lowercased()]
