@@ -52,6 +52,16 @@ import Testing
                 #expect(Set(stopped.map { $0["gid"] ?? "" }) == Set(gids))
                 #expect(stopped.first { $0["gid"] == gids[0] }?["status"] == "removed")
                 #expect(stopped.filter { $0["status"] == "complete" }.count == 3, "\(stopped)")
+                // Results removed: one, then the rest; a second removal finds nothing.
+                #expect(try await rpcResult(port: port, "aria2.removeDownloadResult", #"["\#(gids[0])"]"#) as? String == "OK")
+                let gone = try await rpcCall(port: port, "aria2.tellStatus", #"["\#(gids[0])"]"#)
+                #expect((gone["error"] as? [String: Any])?["message"] as? String == "GID \(gids[0]) is not found")
+                // A job's handler marks it handled just after its outcome: purge until each was.
+                let purged = try await pollStore {
+                    guard try await rpcResult(port: port, "aria2.purgeDownloadResult") as? String == "OK" else { return false }
+                    return (try await rpcResult(port: port, "aria2.tellStopped", "[0,10]") as? [Any])?.isEmpty == true
+                }
+                #expect(purged)
                 #expect(try await daemon.stop() == 0)
             }
         }

@@ -58,6 +58,22 @@ extension Aria2RPC {
         return .object(members)
     }
 
+    /// `purgeDownloadResult`: every finished job of the queue whose outcome was handled leaves
+    /// the store now (the store's retention would remove it later).
+    func purge() async throws(Aria2Error) -> RPCValue {
+        _ = try await storeCall { try await self.store.removeFinished(nil, queue: self.queue) }
+        return .string("OK")
+    }
+
+    /// `removeDownloadResult(gid)`: one finished job leaves the store.
+    func removeResult(_ params: Params) async throws(Aria2Error) -> RPCValue {
+        let gid = try params.gid(0)
+        _ = try await job(gid)
+        let removed = try await storeCall { try await self.store.removeFinished([gid.job], queue: self.queue) }
+        guard removed == [gid.job] else { throw .refused("Could not remove download result of GID#\(gid.gid)") }
+        return .string("OK")
+    }
+
     func changeOption(_ params: Params) async throws(Aria2Error) -> RPCValue {
         _ = try await job(try params.gid(0))
         throw .refused("curlq daemon cannot change a download's options yet: remove it and add it again")

@@ -135,8 +135,8 @@ final class Aria2RPC: Sendable {
         case "aria2.changeGlobalOption": return try changeGlobalOption(params)
         case "aria2.changePosition":
             throw .refused("curlq daemon cannot move a download yet: a job's place follows its priority and when it was added")
-        case "aria2.purgeDownloadResult", "aria2.removeDownloadResult":
-            throw .refused("curlq daemon cannot remove download results yet: the store keeps finished jobs for its retention")
+        case "aria2.purgeDownloadResult": return try await purge()
+        case "aria2.removeDownloadResult": return try await removeResult(params)
         default: throw .refused("No such method: \(name)")
         }
     }
