@@ -63,6 +63,14 @@ final class RPCDaemonProcess: @unchecked Sendable {  // safe: `process`, `port` 
         var description: String { "the daemon printed no RPC line: \(output)" }
     }
 
+    /// A test that ended early (a failed `#require`) leaves no daemon behind.
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
     static func port(in text: String) -> Int? {
         guard let range = text.range(of: "aria2 JSON-RPC at http://127.0.0.1:") else { return nil }
         return Int(text[range.upperBound...].prefix { $0.isNumber })

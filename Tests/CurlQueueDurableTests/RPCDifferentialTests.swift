@@ -2,6 +2,9 @@ import CurlQueueTestHelpers
 import CurlQueueTestSupport
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The same call sequence against a real `aria2c --enable-rpc` (Debian's aria2; scripts/setup
 /// installs it) and `curlq daemon --enable-rpc`, each on its own loopback port, downloading from
@@ -67,7 +70,12 @@ import Testing
                 aria.standardOutput = FileHandle.nullDevice
                 aria.standardError = FileHandle.nullDevice
                 try aria.run()
-                defer { aria.terminate() }
+                // SIGKILL: the test process's children inherit its blocked SIGTERM, which aria2c
+                // never unblocks (seen: aria2c processes left running after terminate()).
+                defer {
+                    kill(aria.processIdentifier, SIGKILL)
+                    aria.waitUntilExit()
+                }
                 let store = "sqlite:" + folder.appendingPathComponent("jobs.db").path
                 let daemon = try RPCDaemonProcess(store: store, folder: folder.appendingPathComponent("curlq"),
                                                   arguments: ["--rpc-secret", Self.secret])
