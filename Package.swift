@@ -165,9 +165,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),  // to silence the library's log in `get`
+                // The daemon's HTTP server (aria2's JSON-RPC, WebSocket): docs/daemon.md says why NIO.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
-            // The daemon's web page (docs/web.md): static files served as they are, not compiled.
-            exclude: ["Web"],
+            // The daemon's web page (docs/web.md): static files served as they are, not compiled,
+            // from `curlq_curlq.resources/Web` beside the binary (RPC/StaticFiles.swift).
+            resources: [.copy("Web")],
             swiftSettings: strict
         ),
         // Test-only: runs one download in a process of its own, to measure its peak memory.

@@ -61,6 +61,12 @@ let package = Package(
             dependencies: [.product(name: "CurlQueue", package: "CurlQueue")],
             swiftSettings: strict
         ),
+        // curlq daemon's JSON-RPC request parser: Sources/curlq/RPC/RPCValue.swift,
+        // RPCValue+Parser.swift and JSONRPCMessage.swift through symbolic links (Foundation only).
+        .executableTarget(
+            name: "FuzzJSONRPC",
+            swiftSettings: strict
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

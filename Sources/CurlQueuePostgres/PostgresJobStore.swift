@@ -290,6 +290,14 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
+    public func removeFinished(_ ids: Set<JobID>?, queue: String) async throws -> [JobID] {
+        let parameters: [String?] = [queue, ids.map { PGArray.text($0.map { String($0) }) }]
+        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [[String?]] in
+            try connection.query(SQL.removeFinished, parameters)
+        }
+        return rows.compactMap { $0[0].flatMap { Int64($0) } }.sorted()
+    }
+
     public func jobs(_ filter: JobFilter) async throws -> [JobRecord] {
         let parameters: [String?] = [
             filter.queue, filter.states.map { PGArray.text($0.map(\.rawValue).sorted()) },

@@ -255,5 +255,12 @@ enum SQL {
         ORDER BY id DESC LIMIT $4
         """
 
+    /// Final, handled jobs of queue $1 removed now: those in $2, or every one when $2 is null.
+    static let removeFinished = """
+        DELETE FROM cq_job WHERE queue = $1 AND finalized_at IS NOT NULL AND handled
+          AND ($2::bigint[] IS NULL OR id = ANY($2::bigint[]))
+        RETURNING id
+        """
+
     static let counts = "SELECT state, count(*) FROM cq_job WHERE ($1::text IS NULL OR queue = $1) GROUP BY state"
 }

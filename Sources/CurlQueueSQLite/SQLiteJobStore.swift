@@ -499,6 +499,19 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
         if !paused { wake(queueName) }
     }
 
+    public func removeFinished(_ ids: Set<JobID>?, queue queueName: String) async throws -> [JobID] {
+        var sql = "DELETE FROM cq_job WHERE queue = ? AND finalized_at IS NOT NULL AND handled = 1"
+        var arguments: [SQLiteValue] = [.text(queueName)]
+        if let ids {
+            sql += " AND id IN (SELECT value FROM json_each(?))"
+            arguments.append(.text(String(decoding: try encoder.encode(ids.sorted()), as: UTF8.self)))
+        }
+        let (statement, values) = (sql + " RETURNING id", arguments)
+        return try await run { store in
+            try store.connection.query(statement, values).compactMap { $0.int(0) }.sorted()
+        }
+    }
+
     public func jobs(_ filter: JobFilter) async throws -> [JobRecord] {
         var conditions: [String] = []
         var arguments: [SQLiteValue] = []

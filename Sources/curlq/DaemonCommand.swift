@@ -59,6 +59,9 @@ struct DaemonCommand: AsyncParsableCommand {
           help: "Stop (as on SIGTERM) once no job of the queue is waiting, delayed or running: one pass over a queue, for cron or a script.")
     var exitWhenDone = false
 
+    /// aria2's JSON-RPC (docs/daemon.md).
+    @OptionGroup(title: "JSON-RPC (aria2's)") var rpcOptions: RPCOptions
+
     /// TLS, headers, credentials, time and speed limits, as `curlq get`'s.
     @OptionGroup(title: "Transfer options") var transfer: TransferOptions
 
@@ -92,7 +95,11 @@ struct DaemonCommand: AsyncParsableCommand {
             queue.maxConcurrentRequestsPerHost = perHost
             var configuration = DurableWorker.Configuration(folder: folder)
             configuration.queue = storeQueue
-            configuration.prepareRequest = { request, job in options.apply(to: &request, job: job.spec.request) }
+            let settings = Aria2Settings(overallRate: options.overallRate, concurrent: jobs, queue: queue)
+            configuration.prepareRequest = { request, job in
+                options.apply(to: &request, job: job.spec.request)
+                request.sharedReceiveLimit = settings.overallRate  // changeGlobalOption may change it
+            }
             configuration.replacesExistingFiles = overwrite
             let worker = DurableWorker(store: store, requestQueue: queue, configuration: configuration)
             worker.register(kind: "download") { job in lines.ended(job) }
@@ -109,6 +116,16 @@ struct DaemonCommand: AsyncParsableCommand {
                 sources.append(source)
             }
             lines.started(store: storeName, queue: storeQueue, folder: folder.path, jobs: jobs, drain: drainTimeout)
+            var rpc: DaemonRPC?
+            if rpcOptions.enabled {
+                do {
+                    rpc = try await DaemonRPC.start(rpcOptions, store: store, queue: storeQueue, folder: folder,
+                                                    settings: settings, environment: environment)
+                } catch {
+                    throw UsageError("cannot listen for the RPC on port \(rpcOptions.port): \(error)")
+                }
+                if let rpc { lines.rpc(url: rpc.url, listensOnAll: rpcOptions.listenAll) }
+            }
             let watcher = exitWhenDone ? Task { await Self.stopWhenDone(worker, store: store, queue: storeQueue) } : nil
             defer { watcher?.cancel() }
             do {
@@ -119,6 +136,7 @@ struct DaemonCommand: AsyncParsableCommand {
                 throw UsageError("cannot start the worker: \(error)")
             }
             _ = sources
+            await rpc?.stop()
             let left = worker.jobsLeftLeased
             if !left.isEmpty {
                 Output.error("curlq: the store could not be reached: job\(left.count == 1 ? "" : "s") \(left.map(String.init).joined(separator: ", ")) not recorded or given back; they stay leased and run again once the store rescues them\n")

@@ -29,6 +29,12 @@ final class DaemonLines: Sendable {
             + "SIGTERM or Ctrl-C stops it (running downloads get \(BatchRunner.seconds(drain)) to finish)")
     }
 
+    /// The RPC's address (never its secret).
+    func rpc(url: String, listensOnAll: Bool) {
+        say("curlq daemon: aria2 JSON-RPC at \(url)" + (listensOnAll ? " (and every other address of this machine)" : "")
+            + ", WebSocket too")
+    }
+
     func stopping(signal: Int32, running: Int, drain: Double) {
         let name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)"
         say("curlq daemon: \(name): taking no new jobs; \(running) running get up to \(BatchRunner.seconds(drain)), then go back to the store with their .part files")

@@ -61,6 +61,7 @@ public enum StoreConformance {
         "kindsAndOrder": kindsAndOrder,
         "refusedSpecs": refusedSpecs,
         "cancel": cancel,
+        "removeFinished": removeFinished,
         "release": release,
         "handlerDeathsAreBounded": handlerDeathsAreBounded,
         "releaseHeldByWorker": releaseHeldByWorker,
@@ -332,6 +333,28 @@ public enum StoreConformance {
         #expect(try await store.heartbeat(me.id, checkpoints: [:]) == .alive(held: [ids[0]], cancelRequested: [ids[0]]))
         #expect(try await store.finish(running.lease, .cancelled(reason: "cancelled")))
         #expect(try await store.counts(queue: "q") == [.cancelled: 3])
+    }
+
+    /// Only final, handled jobs of the queue go, the ones named or all; the rest stay.
+    static func removeFinished(_ harness: StoreHarness) async throws {
+        let store = try await harness.open()
+        let ids = try await store.enqueue([spec("a"), spec("b"), spec("c"), spec("d"), spec("e")], queue: "q", order: .fifo).map(\.id)
+        let other = try await store.enqueue([spec("x")], queue: "other", order: .fifo).map(\.id)
+        _ = try await store.cancel(.id(other[0]))
+        let me = worker()
+        try await store.register(me)
+        let claimed = try await store.claim(queue: "q", kinds: ["download"], limit: 3, worker: me.id)
+        #expect(claimed.map(\.lease.job) == Array(ids[0..<3]))
+        #expect(try await store.finish(claimed[0].lease, .completed(JobResult(status: 200, bytes: 1))))
+        #expect(try await store.markHandled(claimed[0].lease))
+        #expect(try await store.finish(claimed[1].lease, .failed(reason: "gone")))  // final, its handler not run yet
+        _ = try await store.cancel(.id(ids[3]))  // cancelled while waiting: handled
+        #expect(try await store.removeFinished([ids[2], ids[4]], queue: "q") == [], "running and waiting jobs stay")
+        #expect(try await store.removeFinished([ids[1]], queue: "q") == [], "an unhandled outcome stays")
+        #expect(try await store.removeFinished([ids[0]], queue: "q") == [ids[0]])
+        #expect(try await store.removeFinished(nil, queue: "q") == [ids[3]])
+        let left = Set(try await store.jobs(JobFilter()).map(\.id))
+        #expect(left == Set([ids[1], ids[2], ids[4], other[0]]), "the other queue's job stays")
     }
 
     static func release(_ harness: StoreHarness) async throws {

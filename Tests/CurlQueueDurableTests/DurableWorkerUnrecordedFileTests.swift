@@ -273,6 +273,7 @@ final class FinishGatedStore: JobStore {
     func release(_ jobs: Set<JobID>, heldBy worker: WorkerInfo.ID) async throws { try await store.release(jobs, heldBy: worker) }
     func unregister(_ worker: WorkerInfo.ID) async throws { try await store.unregister(worker) }
     func cancel(_ selector: JobSelector) async throws -> CancelResult { try await store.cancel(selector) }
+    func removeFinished(_ ids: Set<JobID>?, queue: String) async throws -> [JobID] { try await store.removeFinished(ids, queue: queue) }
     func setPaused(_ paused: Bool, queue: String) async throws { try await store.setPaused(paused, queue: queue) }
     func jobs(_ filter: JobFilter) async throws -> [JobRecord] { try await store.jobs(filter) }
     func counts(queue: String?) async throws -> [JobState: Int] { try await store.counts(queue: queue) }

@@ -77,6 +77,11 @@ public protocol JobStore: Sendable {
     /// go on.
     func setPaused(_ paused: Bool, queue: String) async throws
 
+    /// Removes final, handled jobs of `queue` now, before the retention would: those in `ids`, or
+    /// every one when `ids` is nil. Pending, running and unhandled jobs are left. Returns the ids
+    /// removed, in increasing order (aria2's `removeDownloadResult` and `purgeDownloadResult`).
+    func removeFinished(_ ids: Set<JobID>?, queue: String) async throws -> [JobID]
+
     /// The jobs that match `filter`, newest first.
     func jobs(_ filter: JobFilter) async throws -> [JobRecord]
 

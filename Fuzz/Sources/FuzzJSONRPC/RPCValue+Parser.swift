@@ -1,0 +1,1 @@
+../../../Sources/curlq/RPC/RPCValue+Parser.swift
