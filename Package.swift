@@ -173,7 +173,7 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             // The daemon's web page (docs/web.md): static files served as they are, not compiled,
-            // from `curlq_curlq.resources/Web` beside the binary (RPC/StaticFiles.swift).
+            // from `CurlQueue_curlq.resources/Web` beside the binary (RPC/StaticFiles.swift).
             resources: [.copy("Web")],
             swiftSettings: strict
         ),

@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueTestHelpers
 import CurlQueueTestSupport
 import Foundation
 #if canImport(Glibc)
@@ -6,9 +7,9 @@ import Glibc
 #endif
 
 /// What the web page talks to in WebPageBrowserTests: an aria2 JSON-RPC server, where the
-/// page is served, and where downloads land. Today `aria2c --enable-rpc` with the page from a
-/// static server; ``start(in:)`` is the one place to change for `curlq daemon --enable-rpc`,
-/// which serves the page itself at `/` (then `pageURL` is its root, without `?rpc=`).
+/// page is served, and where downloads land: `aria2c --enable-rpc` with the page from a static
+/// server (``start(in:concurrency:)``), or `curlq daemon --enable-rpc`, which serves the page
+/// itself at `/` (``startDaemon(in:concurrency:)``).
 struct WebPageBackend: Sendable {
     /// The JSON-RPC endpoint (`http://127.0.0.1:PORT/jsonrpc`).
     var rpcURL: URL
@@ -72,6 +73,24 @@ struct WebPageBackend: Sendable {
         }
         page.stop()
         throw lastError
+    }
+
+    /// Starts `curlq daemon --enable-rpc` on a new SQLite store, downloading into
+    /// `folder`/downloads; the page is the daemon's own, at its root.
+    static func startDaemon(in folder: URL, concurrency: Int = 2) async throws -> WebPageBackend {
+        let downloads = folder.appendingPathComponent("downloads")
+        try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
+        let secret = UUID().uuidString
+        let daemon = try WatchedProcess(builtProduct("curlq").path, [
+            "daemon", "--store", "sqlite:" + folder.appendingPathComponent("jobs.db").path, "-d", downloads.path,
+            "-j", String(concurrency), "--enable-rpc", "--rpc-listen-port", "0", "--rpc-secret", secret,
+        ])
+        let rpcURL = try await daemon.waitForLine { line -> URL? in
+            guard let range = line.range(of: "aria2 JSON-RPC at ") else { return nil }
+            return URL(string: String(line[range.upperBound...].prefix { $0 != "," && $0 != " " }))
+        }
+        let pageURL = rpcURL.deletingLastPathComponent()
+        return WebPageBackend(rpcURL: rpcURL, pageURL: pageURL, secret: secret, downloads: downloads, processes: [daemon])
     }
 
     func stop() {

@@ -90,13 +90,16 @@ struct WebPageBrowserTests {
     /// any page is opened), runs `body`, and stops them all, whether `body` throws or not.
     func withPage(
         _ name: String,
+        daemon: Bool = false,
         beforeLoad: (WebDriverSession) async throws -> Void = { _ in },
         _ body: (WebDriverSession, WebPageBackend, FixtureServer, URL) async throws -> Void
     ) async throws {
         let started = ContinuousClock.now
         try await withServer { server in
             try await withFolder { folder in
-                let backend = try await WebPageBackend.start(in: folder, concurrency: 2)
+                let backend = daemon
+                    ? try await WebPageBackend.startDaemon(in: folder, concurrency: 2)
+                    : try await WebPageBackend.start(in: folder, concurrency: 2)
                 defer { backend.stop() }
                 let browser = try await WebDriverSession.start(in: folder)
                 do {
@@ -127,6 +130,40 @@ struct WebPageBrowserTests {
         try await withPage("the WebSocket scenario") { browser, backend, server, folder in
             try await signIn(browser, backend, over: "websocket")
             try await scenario(browser, backend, server, folder)
+        }
+    }
+
+    /// The page served by `curlq daemon --enable-rpc` itself, driving the daemon: a download
+    /// added runs with its progress and completes, a failure shows the daemon's reason, another
+    /// download is cancelled. (Pausing one download and reordering the queue are aria2c's only:
+    /// the daemon refuses them, docs/daemon.md.)
+    @Test(.timeLimit(.minutes(2)))
+    func theDaemonsOwnPageAddsWatchesAndCancels() async throws {
+        try await withPage("the daemon scenario", daemon: true) { browser, backend, server, _ in
+            try await signIn(browser, backend, over: "websocket")
+            let size = 2 * 1024 * 1024
+            try await add(server.url("/bytes/\(size)?holdAt=\(512 * 1024)&gate=daemon-a"), browser)
+            let held = try await waitForPage(browser, "\(size) running with its progress") { state in
+                state.item("\(size)").flatMap { $0.section == "active" && ($0.progress ?? 0) > 0 && $0.figures.contains("of 2.0 MiB") ? $0 : nil }
+            }
+            try await add(server.url("/status/404"), browser)
+            let failed = try await waitForPage(browser, "404 failed with its reason") { state in
+                state.item("404").flatMap { $0.section == "failed" && !$0.reason.isEmpty ? $0 : nil }
+            }
+            #expect(failed.reason.contains("HTTP 404 Not Found"), "\(failed.reason)")
+            try await add(server.url("/bytes/1048576?holdAt=262144&gate=daemon-b"), browser)
+            let other = try await waitForPage(browser, "1048576 running") { state in
+                state.item("1048576").flatMap { $0.section == "active" && ($0.progress ?? 0) > 0 ? $0 : nil }
+            }
+            try await click("remove", on: other.gid, browser)
+            _ = try await waitForPage(browser, "1048576 cancelled") { $0.item("1048576")?.section == "removed" ? true : nil }
+            server.openGate("daemon-a")
+            let done = try await waitForPage(browser, "\(size) done") { state in
+                state.item("\(size)").flatMap { $0.section == "done" ? $0 : nil }
+            }
+            #expect(done.progress == 100)
+            #expect(try Data(contentsOf: backend.downloads.appendingPathComponent("\(size)")) == Data(FixtureServer.expectedBytes(count: size)))
+            #expect(held.gid == done.gid)
         }
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The web page's files, served from a folder: SwiftPM's resource folder of `curlq`
-/// (`curlq_curlq.resources/Web`, beside the executable, once the target declares
+/// (`CurlQueue_curlq.resources/Web`, beside the executable, once the target declares
 /// `.copy("Web")`). Looked up by path, not through `Bundle.module`, whose accessor traps when the
 /// folder is missing: a binary copied alone still serves the RPC, and the page answers 404.
 struct StaticFiles: Sendable {
@@ -12,7 +12,7 @@ struct StaticFiles: Sendable {
     static func besideExecutable() -> StaticFiles {
         let executable = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0])
-        let folder = executable.deletingLastPathComponent().appendingPathComponent("curlq_curlq.resources/Web")
+        let folder = executable.deletingLastPathComponent().appendingPathComponent("CurlQueue_curlq.resources/Web")
         var isFolder: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder) && isFolder.boolValue
         return StaticFiles(folder: exists ? folder : nil)
@@ -30,7 +30,7 @@ struct StaticFiles: Sendable {
 
     func respond(path: String) -> RPCHTTPResponse {
         guard let folder else {
-            return .text(.notFound, "the web page's files are not installed beside curlq (curlq_curlq.resources/Web)")
+            return .text(.notFound, "the web page's files are not installed beside curlq (CurlQueue_curlq.resources/Web)")
         }
         let name = path == "/" ? "index.html" : String(path.dropFirst())
         guard !name.isEmpty, !name.hasPrefix("."), name.utf8.count <= 100,
