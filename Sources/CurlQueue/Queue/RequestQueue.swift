@@ -295,6 +295,8 @@ public final class RequestQueue: Sendable {
     private func start(_ operations: ToStart) {
         for operation in operations {
             if operation.startFromQueue() {
+                // After the engine has it: a fast finish may count `running` down first. The
+                // meters only add and subtract, so they settle right.
                 if let metrics { Self.recordStart(metrics.instruments(for: operation.request)) }
             } else {
                 operationFinished(operation)  // cancelled on its way out of the queue
