@@ -48,22 +48,38 @@ final class MetricsExposition: Sendable {
             metricName: "curlqueue_durable_store_up", unitName: "",
             helpText: "Whether the job store answered the last count of its jobs (1) or not (0).")
     }
+    private static var oldestAge: MetricNameDescriptor {
+        MetricNameDescriptor(
+            metricName: "curlqueue_durable_oldest_available_job_age_seconds", unitName: "",
+            helpText: "How long the queue's oldest available job has waited for a worker (0 when none waits).")
+    }
+    private static var workersAlive: MetricNameDescriptor {
+        MetricNameDescriptor(
+            metricName: "curlqueue_durable_workers_alive", unitName: "",
+            helpText: "Workers registered with the store whose registration has not expired.")
+    }
     private static var jobs: MetricNameDescriptor {
         MetricNameDescriptor(
             metricName: "curlqueue_durable_jobs", unitName: "",
             helpText: "The job store's jobs of the queue by state, counted at this scrape.")
     }
 
-    /// The exposition, after asking `store` for `queue`'s job counts by state (one `counts`
-    /// query: docs/performance.md has its cost on 100,000 jobs). A store that does not answer
-    /// sets `curlqueue_durable_store_up` to 0 and leaves the counts as they were.
+    /// The exposition, after asking `store` for `queue`'s job counts by state, its oldest
+    /// available job's age and the live workers (`counts` and `health`: docs/performance.md has
+    /// their cost on 100,000 jobs). A store that does not answer sets
+    /// `curlqueue_durable_store_up` to 0 and leaves the other values as they were.
     func text(store: any JobStore, queue: String) async -> String {
-        let up = registry.makeGauge(descriptor: Self.storeUp, labels: [("queue", queue)])
-        if let counts = try? await store.counts(queue: queue) {
+        let labels = [("queue", queue)]
+        let up = registry.makeGauge(descriptor: Self.storeUp, labels: labels)
+        if let counts = try? await store.counts(queue: queue), let health = try? await store.health(queue: queue) {
             for state in JobState.allCases {
-                registry.makeGauge(descriptor: Self.jobs, labels: [("queue", queue), ("state", state.rawValue)])
+                registry.makeGauge(descriptor: Self.jobs, labels: labels + [("state", state.rawValue)])
                     .set(to: Double(counts[state] ?? 0))
             }
+            let age = health.oldestAvailableAge.components
+            registry.makeGauge(descriptor: Self.oldestAge, labels: labels)
+                .set(to: Double(age.seconds) + Double(age.attoseconds) / 1e18)
+            registry.makeGauge(descriptor: Self.workersAlive, labels: labels).set(to: Double(health.workersAlive))
             up.set(to: 1)
         } else {
             up.set(to: 0)

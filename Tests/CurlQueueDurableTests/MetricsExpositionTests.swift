@@ -90,9 +90,13 @@ import Testing
             let available = value("curlqueue_durable_jobs", state: "available", in: text)
             let running = value("curlqueue_durable_jobs", state: "running", in: text)
             let up = value("curlqueue_durable_store_up", state: nil, in: text)
+            let age = value("curlqueue_durable_oldest_available_job_age_seconds", state: nil, in: text) ?? -1
+            let workers = value("curlqueue_durable_workers_alive", state: nil, in: text)
             #expect(available == 3)
             #expect(running == 0)
             #expect(up == 1)
+            #expect(age >= 0 && age < 60)
+            #expect(workers == 0)
             _ = try await store.cancel(.id(ids[0]))
             text = await exposition.text(store: store, queue: "mirror")
             let availableAfter = value("curlqueue_durable_jobs", state: "available", in: text)
