@@ -46,8 +46,8 @@ import Testing
             await queue.waitUntilAllOperationsAreFinished()
             let text = exposition.text()
             let samples = Self.samples(text)
-            // Looked up out of #expect: a closure's `$0` inside the macro's expansion matched
-            // every sample.
+            // Looked up out of #expect: written as `samples.first { … }?.value` inside it, the
+            // lookup gave the first sample's value whatever the labels (cause not found).
             func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
                 for sample in samples where sample.name == name && labels.allSatisfy({ sample.labels[$0.key] == $0.value }) {
                     return sample.value
