@@ -40,6 +40,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // CurlQueueOpenAPI only (and its tests and example); the core does not link it.
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        // The core's and the durable worker's metrics (docs/observability.md); CoreMetrics only,
+        // MetricsTestKit in tests. 2.13: `withMetricsFactory`, which the tests use.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        // curlq only: the daemon's Prometheus text (`MetricsExposition`); the libraries do not link it.
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // libcurl itself, found through pkg-config, plus a header of static inline shims for
@@ -65,6 +70,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -112,6 +118,7 @@ let package = Package(
             dependencies: [
                 "CurlQueue", "CurlQueueDownloads", .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -171,6 +178,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             // The daemon's web page (docs/web.md): static files served as they are, not compiled,
             // from `CurlQueue_curlq.resources/Web` beside the binary (RPC/StaticFiles.swift).
@@ -249,6 +258,7 @@ let package = Package(
                 "Soak",
                 "curlq",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -289,6 +299,7 @@ let package = Package(
                 "CurlQueueDurableService",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),

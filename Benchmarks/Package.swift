@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         // Arguments, getrusage, VmHWM and the one JSON line every client prints.
@@ -24,7 +25,11 @@ let package = Package(
         // CurlQueue through RequestQueue: completion handlers, async, and the scheduler-only runs.
         .executableTarget(
             name: "cq-bench",
-            dependencies: ["BenchSupport", .product(name: "CurlQueue", package: rootName)]
+            dependencies: [
+                "BenchSupport", .product(name: "CurlQueue", package: rootName),
+                // CQ_BENCH_METRICS=1: a trivial backend, to measure the core's metrics with one.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
         ),
         // URLSession from FoundationNetworking (itself on libcurl).
         .executableTarget(name: "urlsession-bench", dependencies: ["BenchSupport"]),

@@ -13,6 +13,10 @@
 //                                        RequestQueue, then DurableWorker on the store (enqueued in
 //                                        calls of 1,000, timed with the run); bodies to files
 //                                        under FOLDER when given
+//   counts STORE JOBS                    a fresh store with JOBS waiting jobs of one queue (in calls
+//                                        of 1,000), then `counts(queue:)` 20 times and `health(queue:)`
+//                                        20 times: what a scrape of the daemon's /metrics asks of the
+//                                        store (ms per query)
 //   serve STORE [URL]                    a DurableWorker on STORE (enqueues one job of URL first),
 //                                        concurrency --concurrency (8); runs until killed: the
 //                                        recovery and worker-process measurements' worker
@@ -298,6 +302,30 @@ case "enqueue":
 case "requests":
     try await requestsMode(path: argument(2), url: argument(3), count: Int(argument(4)) ?? 0, concurrency: Int(argument(5)) ?? 8,
                            folder: arguments.count > 6 ? arguments[6] : nil)
+case "counts":
+    let store = try await fresh(argument(2))
+    let jobs = Int(argument(3)) ?? 0
+    try await enqueueBatched(store, jobs, url: "http://127.0.0.1:9/counted")
+    var times: [Double] = []
+    for _ in 0..<20 {
+        let start = ContinuousClock.now
+        let counts = try await store.counts(queue: "bench")
+        let took = (ContinuousClock.now - start).components
+        times.append(Double(took.seconds) * 1000 + Double(took.attoseconds) / 1e15)
+        precondition(counts.values.reduce(0, +) == jobs, "counts \(counts) for \(jobs) jobs")
+    }
+    var healthTimes: [Double] = []
+    for _ in 0..<20 {
+        let start = ContinuousClock.now
+        let health = try await store.health(queue: "bench")
+        let took = (ContinuousClock.now - start).components
+        healthTimes.append(Double(took.seconds) * 1000 + Double(took.attoseconds) / 1e15)
+        precondition(health.oldestAvailableSince != nil, "no waiting job found")
+    }
+    times.sort()
+    healthTimes.sort()
+    print("{\"mode\":\"counts\",\"jobs\":\(jobs),\"median_ms\":\(times[times.count / 2]),\"max_ms\":\(times.last!),\"health_median_ms\":\(healthTimes[healthTimes.count / 2]),\"health_max_ms\":\(healthTimes.last!)}")
+    await close(store)
 case "serve":
     try await serveMode(path: argument(2), url: arguments.count > 3 ? arguments[3] : nil)
 default:

@@ -320,6 +320,20 @@ public final class PostgresJobStore: JobStore {
         return counts
     }
 
+    public func health(queue: String) async throws -> StoreHealth {
+        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [[String?]] in
+            try connection.query(SQL.health, [queue])
+        }
+        func date(_ text: String?) -> Date? {
+            text.flatMap { Int64($0) }.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        }
+        let row = rows.first ?? []
+        return StoreHealth(
+            oldestAvailableSince: row.count > 0 ? date(row[0]) : nil,
+            workersAlive: row.count > 1 ? row[1].flatMap { Int($0) } ?? 0 : 0,
+            now: (row.count > 2 ? date(row[2]) : nil) ?? Date())
+    }
+
     // MARK: - Maintenance
 
     /// Promotion, rescue and pruning: safe in every worker at once (`SKIP LOCKED` and the state

@@ -262,5 +262,10 @@ enum SQL {
         RETURNING id
         """
 
+    static let health = """
+        SELECT (SELECT (extract(epoch FROM min(run_at)) * 1000)::bigint FROM cq_job WHERE queue = $1 AND state = 'available'),
+               (SELECT count(*) FROM cq_worker WHERE expires_at > now()),
+               (extract(epoch FROM now()) * 1000)::bigint
+        """
     static let counts = "SELECT state, count(*) FROM cq_job WHERE ($1::text IS NULL OR queue = $1) GROUP BY state"
 }

@@ -551,6 +551,19 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
         }
     }
 
+    public func health(queue queueName: String) async throws -> StoreHealth {
+        try await run { store in
+            let now = store.nowMilliseconds
+            let row = try store.connection.query(
+                """
+                SELECT (SELECT min(run_at) FROM cq_job WHERE queue = ? AND state = 'available'),
+                       (SELECT count(*) FROM cq_worker WHERE expires_at > ?)
+                """, [.text(queueName), .integer(now)]).first
+            return StoreHealth(
+                oldestAvailableSince: row?.int(0).map(Self.date), workersAlive: Int(row?.int(1) ?? 0), now: Self.date(now))
+        }
+    }
+
     public func maintain() async throws -> MaintenanceReport {
         let node = WorkerInfo.localNode
         let retention = options.retention.components.seconds * 1000

@@ -66,7 +66,30 @@ public enum StoreConformance {
         "handlerDeathsAreBounded": handlerDeathsAreBounded,
         "releaseHeldByWorker": releaseHeldByWorker,
         "releaseFailsWhatMayNotBeRepeated": releaseFailsWhatMayNotBeRepeated,
+        "health": health,
     ]
+
+    /// The oldest available job's due time and the live workers, by the store's clock.
+    static func health(_ harness: StoreHarness) async throws {
+        let store = try await harness.open()
+        let empty = try await store.health(queue: "q")
+        #expect(empty.oldestAvailableSince == nil && empty.workersAlive == 0 && empty.oldestAvailableAge == .zero)
+        _ = try await store.enqueue([spec("a")], queue: "q", order: .fifo)
+        try await harness.advance(.seconds(2))
+        _ = try await store.enqueue([spec("b")], queue: "q", order: .fifo)
+        _ = try await store.enqueue([spec("c")], queue: "other", order: .fifo)
+        let worker = worker()
+        try await store.register(worker)
+        let waiting = try await store.health(queue: "q")
+        #expect(waiting.workersAlive == 1)
+        #expect(waiting.oldestAvailableAge >= .seconds(2), "the older of the two: \(waiting.oldestAvailableAge)")
+        #expect(waiting.oldestAvailableAge < .seconds(60))
+        _ = try await store.claim(queue: "q", kinds: ["download"], limit: 10, worker: worker.id)
+        #expect(try await store.health(queue: "q").oldestAvailableSince == nil, "running jobs do not wait")
+        #expect(try await store.health(queue: "other").oldestAvailableSince != nil)
+        try await harness.advance(harness.workerTTL + .seconds(1))
+        #expect(try await store.health(queue: "q").workersAlive == 0, "its registration expired")
+    }
 
     static func spec(_ path: String, kind: String = "download", priority: JobSpec.Priority = .normal,
                      duplicates: JobSpec.DuplicatePolicy = .replaceEarlier, maxAttempts: Int = 3,

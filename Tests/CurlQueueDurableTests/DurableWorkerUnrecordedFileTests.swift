@@ -277,6 +277,7 @@ final class FinishGatedStore: JobStore {
     func setPaused(_ paused: Bool, queue: String) async throws { try await store.setPaused(paused, queue: queue) }
     func jobs(_ filter: JobFilter) async throws -> [JobRecord] { try await store.jobs(filter) }
     func counts(queue: String?) async throws -> [JobState: Int] { try await store.counts(queue: queue) }
+    func health(queue: String) async throws -> StoreHealth { try await store.health(queue: queue) }
     func maintain() async throws -> MaintenanceReport { try await store.maintain() }
     func wakeups(queue: String) -> AsyncStream<Void> { store.wakeups(queue: queue) }
 }

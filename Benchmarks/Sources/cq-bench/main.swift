@@ -18,6 +18,7 @@ import CurlQueue
 import Dispatch
 import Foundation
 
+bootstrapBenchMetricsIfAsked()
 let workload = Workload()
 let measurement = Measurement.start()
 let errorsShown = Counter()

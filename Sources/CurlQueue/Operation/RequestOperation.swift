@@ -80,6 +80,8 @@ public final class RequestOperation: Sendable {
         var bodyStream: BodyStream?
         /// Why the last retried attempt failed (``lastRetriedAttempt``); boxed, as `retryPolicy`.
         var lastRetried: SharedValue<RetriedAttempt>?
+        /// Its queue's metrics, when the queue records any: where retries are counted.
+        var metrics: QueueMetrics.Instruments?
     }
 
     /// Creates an operation for `request`. Nothing happens until it is started or queued.
@@ -281,6 +283,10 @@ public final class RequestOperation: Sendable {
             engine.cancel(attempt)
         case .scheduleRetry(let attempt, let delay):
             state.withLock { $0.observer }?(.retrying(attempt: attempt + 1, delay: delay))
+            if let (metrics, retried) = state.withLock({ state in state.metrics.map { ($0, state.lastRetried?.value) } }),
+               let retried {
+                metrics.retried(retried.cause)
+            }
             Self.retryTimers.asyncAfter(deadline: .now() + delay.seconds) { [self] in
                 retryTimerFired(attempt: attempt)
             }

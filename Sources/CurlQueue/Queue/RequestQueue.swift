@@ -128,11 +128,32 @@ public final class RequestQueue: Sendable {
         weak var queue: RequestQueue?
     }
 
+    /// The queue's name: the `queue` label of its metrics (docs/observability.md).
+    public let name: String
+
+    /// The queue's swift-metrics instruments; nil when no metrics backend was in effect when
+    /// the queue was made, and then recording costs one nil check per event.
+    let metrics: QueueMetrics?
+
     /// Creates a queue.
+    ///
+    /// Its metrics go to the swift-metrics factory in effect now (`MetricsSystem.factory`: the
+    /// one bootstrapped, or one bound to the task with `withMetricsFactory`); a queue made while
+    /// none is (swift-metrics' no-op factory) records nothing, at no cost. Bootstrap the
+    /// metrics system before making queues.
     /// - Parameters:
     ///   - maxConcurrentRequestCount: The most operations running at once; 0 means no limit.
     ///   - queueMode: Where new operations join the queue.
-    public init(maxConcurrentRequestCount: Int = 2, queueMode: Mode = .firstInFirstOut) {
+    ///   - name: The `queue` label of the queue's metrics; keep it to a few fixed names.
+    ///   - labelsMetricsByHost: When true, the metrics carry a `host` label too (the request
+    ///     URL's host, lowercased): one label set per host the queue ever sees, so only for a
+    ///     queue that talks to a known, small set of hosts.
+    public init(
+        maxConcurrentRequestCount: Int = 2, queueMode: Mode = .firstInFirstOut, name: String = "default",
+        labelsMetricsByHost: Bool = false
+    ) {
+        self.name = name
+        metrics = QueueMetrics.make(queue: name, labelsByHost: labelsMetricsByHost)
         var state = State()
         state.scheduler.maxConcurrent = max(0, maxConcurrentRequestCount)
         state.scheduler.lifo = queueMode == .lastInFirstOut
@@ -197,14 +218,18 @@ public final class RequestQueue: Sendable {
     ///   added to a queue before.
     public func add(_ operation: RequestOperation) throws(RequestOperationError) {
         let priority: Int
+        let instruments = metrics?.instruments(for: operation.request)
         do {
             priority = try operation.state.withLock { state throws(RequestOperation.StateMachine<Attempt>.StartError) in
                 try state.machine.enqueue()
+                state.metrics = instruments
                 return state.priority.rawValue
             }
         } catch {
             throw .alreadyStarted
         }
+        // Before the queue can start or finish it: every later event's decrement comes after.
+        instruments?.pending.increment()
         let id = OperationKey(operation)
         // The request is hashed once, here, out of the lock.
         let requestHash = operation.request.hashValue
@@ -268,17 +293,38 @@ public final class RequestQueue: Sendable {
     }
 
     private func start(_ operations: ToStart) {
-        for operation in operations where !operation.startFromQueue() {
-            operationFinished(operation)  // cancelled on its way out of the queue
+        for operation in operations {
+            if operation.startFromQueue() {
+                // After the engine has it: a fast finish may count `running` down first. The
+                // meters only add and subtract, so they settle right.
+                if let metrics { Self.recordStart(metrics.instruments(for: operation.request)) }
+            } else {
+                operationFinished(operation)  // cancelled on its way out of the queue
+            }
         }
+    }
+
+    /// Out of line: a queue without metrics does not carry the calls inline.
+    @inline(never)
+    private static func recordStart(_ instruments: QueueMetrics.Instruments) {
+        instruments.started.increment()
+        instruments.pending.decrement()
+        instruments.running.increment()
+    }
+
+    @inline(never)
+    private func recordFinish(_ operation: RequestOperation, metrics: QueueMetrics, wasRunning: Bool) {
+        let instruments = metrics.instruments(for: operation.request)
+        if wasRunning { instruments.running.decrement() } else { instruments.pending.decrement() }
+        if let result = operation.state.withLock({ $0.machine.result }) { instruments.finished(result) }
     }
 
     /// Called once an operation's outcome is decided, on the thread that decided it (often
     /// the engine thread, so the next operation starts there without a hop).
     private func operationFinished(_ operation: RequestOperation) {
         let id = OperationKey(operation)
-        let (toStart, waiters, _) = state.withLock { state -> (ToStart, [CheckedContinuation<Void, Never>], RequestQueue?) in
-            guard let member = state.scheduler.take(id)?.payload else { return (ToStart(), [], nil) }
+        let (toStart, waiters, _, wasRunning) = state.withLock { state -> (ToStart, [CheckedContinuation<Void, Never>], RequestQueue?, Bool?) in
+            guard let (member, wasRunning) = state.scheduler.take(id) else { return (ToStart(), [], nil, nil) }
             state.sameRequest.remove(operation, hash: member.requestHash)
             let toStart = state.nextToStart()
             var waiters: [CheckedContinuation<Void, Never>] = []
@@ -287,8 +333,9 @@ public final class RequestQueue: Sendable {
                 swap(&waiters, &state.idleWaiters)
                 swap(&keptAlive, &state.keepAlive)  // let go of after the lock
             }
-            return (toStart, waiters, keptAlive)
+            return (toStart, waiters, keptAlive, wasRunning)
         }
+        if let metrics, let wasRunning { recordFinish(operation, metrics: metrics, wasRunning: wasRunning) }
         start(toStart)
         for waiter in waiters { waiter.resume() }
     }

@@ -88,6 +88,11 @@ public protocol JobStore: Sendable {
     /// The number of jobs in each state (states with none are left out).
     func counts(queue: String?) async throws -> [JobState: Int]
 
+    /// What a metrics scrape asks besides ``counts(queue:)``, in one cheap query: since when
+    /// `queue`'s oldest available job has been due, and how many registered workers are alive
+    /// (their registration not expired), by the store's clock.
+    func health(queue: String) async throws -> StoreHealth
+
     /// Housekeeping, safe to run from every worker at any time: makes due scheduled jobs
     /// available; rescues the jobs of dead workers (a running job becomes available again, or
     /// failed when its attempts are spent or it may not be repeated, see
@@ -207,6 +212,28 @@ public struct JobFilter: Sendable, Hashable {
         self.states = states
         self.ids = ids
         self.limit = limit
+    }
+}
+
+/// A queue's health as its store sees it (``JobStore/health(queue:)``).
+public struct StoreHealth: Sendable, Hashable {
+    /// When the queue's oldest available job became due (its run time); nil when none waits.
+    public var oldestAvailableSince: Date?
+    /// Workers registered with the store whose registration has not expired (all queues).
+    public var workersAlive: Int
+    /// The store's clock when it answered.
+    public var now: Date
+
+    /// How long the oldest available job has waited; zero when none waits.
+    public var oldestAvailableAge: Duration {
+        guard let since = oldestAvailableSince else { return .zero }
+        return .milliseconds(max(0, Int64((now.timeIntervalSince(since) * 1000).rounded())))
+    }
+
+    public init(oldestAvailableSince: Date?, workersAlive: Int, now: Date) {
+        self.oldestAvailableSince = oldestAvailableSince
+        self.workersAlive = workersAlive
+        self.now = now
     }
 }
 

@@ -64,6 +64,8 @@ public final class DurableWorker: Sendable {
     public let configuration: Configuration
     /// This worker's identity in the store.
     public let info: WorkerInfo
+    /// Its metrics; nil when no metrics factory was in effect when it was made.
+    let metrics: Metrics?
 
     struct Registry {
         var handlers: [String: DurableJobHandler] = [:]
@@ -96,7 +98,12 @@ public final class DurableWorker: Sendable {
 
     /// A worker; it does nothing until ``run()``. It sets the queue's
     /// `allowDuplicateRequests`: equal jobs are the store's to judge, not the queue's.
+    ///
+    /// Its metrics (claims, lease renewals, rescues, outcomes; docs/observability.md) go to the
+    /// swift-metrics factory in effect now, labelled with ``Configuration/queue``; with none
+    /// (swift-metrics' no-op factory) nothing is recorded.
     public init(store: any JobStore, requestQueue: RequestQueue, configuration: Configuration) {
+        metrics = Metrics.make(queue: configuration.queue)
         self.store = store
         self.requestQueue = requestQueue
         self.configuration = configuration
@@ -234,11 +241,13 @@ public final class DurableWorker: Sendable {
                 for action in actions {
                     switch action {
                     case .claim(let limit):
-                        group.addTask { [store, configuration, info] in
+                        group.addTask { [store, configuration, info, metrics] in
                             do {
                                 let jobs = try await store.claim(queue: configuration.queue, kinds: kinds, limit: limit, worker: info.id)
+                                metrics?.claimed.increment(by: jobs.count)
                                 continuation.yield(.claimed(jobs, limit: limit))
                             } catch {
+                                metrics?.claimFailures.increment()
                                 continuation.yield(.claimFailed)
                             }
                         }
@@ -251,9 +260,10 @@ public final class DurableWorker: Sendable {
                     case .cancelTransfer(let id):
                         operations[id]?.cancel()
                     case .finish(let lease, let outcome):
-                        group.addTask { [store, folder = configuration.folder] in
+                        group.addTask { [store, metrics, folder = configuration.folder] in
                             do {
                                 let recorded = try await store.finish(lease, outcome)
+                                if recorded { metrics?.recorded(outcome) }
                                 if recorded, case .completed(let result) = outcome, let file = result.file {
                                     Self.forgetFinished(folder.appendingPathComponent(file))
                                 }
@@ -291,10 +301,15 @@ public final class DurableWorker: Sendable {
                             // Off the event loop: the checkpoints fsync the `.part` files.
                             let checkpoints = await flushedCheckpoints(running)
                             let reply = try? await store.heartbeat(info.id, checkpoints: checkpoints)
+                            if reply != nil { metrics?.renewals.increment() } else { metrics?.renewalFailures.increment() }
                             continuation.yield(.heartbeat(reply, sentAt: sentAt))
                         }
                     case .maintain:
-                        group.addTask { [store] in _ = try? await store.maintain() }
+                        group.addTask { [store, metrics] in
+                            if let report = try? await store.maintain(), report.rescued > 0 {
+                                metrics?.rescued.increment(by: report.rescued)
+                            }
+                        }
                     case .release(let leases):
                         group.addTask { [store] in
                             // Released only once the store took it: a store that is down is asked
