@@ -24,7 +24,8 @@ internal import Foundation
 public final class PostgresJobStore: JobStore {
     /// How a store behaves; the same for every worker of one database is best.
     public struct Configuration: Sendable {
-        /// Connections for statements (each used by one call at a time).
+        /// Connections for statements (each used by one call at a time). Heartbeats have one
+        /// more of their own, and wakeups another (``listens``).
         public var connections: Int = 2
         /// A worker whose last heartbeat is older than this is dead: its jobs are rescued.
         public var workerTTL: Double = 60
@@ -44,6 +45,10 @@ public final class PostgresJobStore: JobStore {
     public let configuration: Configuration
     private let url: String
     private let lanes: [PGLane]
+    /// Heartbeats only: on a lane of the statements a heartbeat waited behind the worker's
+    /// own claims and finishes (0.8 s seen on a loaded machine, for a 11 ms query), and past
+    /// its self-fence a busy, live worker gave up its jobs.
+    private let heartbeatLane: PGLane
     private let next = Locked(0)
     private let wakeupHub = WakeupHub()
     private let listener = Locked<PGListener?>(nil)
@@ -70,6 +75,7 @@ public final class PostgresJobStore: JobStore {
         self.url = url
         self.configuration = configuration
         self.lanes = (0..<max(1, configuration.connections)).map { PGLane(conninfo: url, label: "CurlQueuePostgres.lane\($0)") }
+        self.heartbeatLane = PGLane(conninfo: url, label: "CurlQueuePostgres.heartbeat")
     }
 
     deinit {
@@ -85,6 +91,7 @@ public final class PostgresJobStore: JobStore {
         listening?.stop()
         wakeupHub.finishAll()
         for lane in lanes { await lane.close() }
+        await heartbeatLane.close()
     }
 
     private var lane: PGLane {
@@ -180,7 +187,7 @@ public final class PostgresJobStore: JobStore {
         let ids = PGArray.text(checkpoints.keys.map { String($0) })
         let values = PGArray.text(try checkpoints.values.map { try Self.encode($0) })
         let ttl = String(configuration.workerTTL)
-        let row = try await lane.run { (connection) throws(PostgresStoreError) -> [String?] in
+        let row = try await heartbeatLane.run { (connection) throws(PostgresStoreError) -> [String?] in
             try connection.query(SQL.heartbeat, [worker, ttl, ids, values])[0]
         }
         guard row[0] == "1" else { return .declaredDead }

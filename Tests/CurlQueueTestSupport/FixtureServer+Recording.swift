@@ -100,6 +100,13 @@ extension FixtureServer {
         state.mutex.withLockedValue { $0.requests }
     }
 
+    /// When `/trickle-head` handed each of its units (bytes or lines) to the socket, in order:
+    /// a client cannot have seen one before then, so a test times a stall from the last one
+    /// written instead of from when it was due (a loaded test process runs the timers late).
+    public var trickleWrites: [ContinuousClock.Instant] {
+        state.mutex.withLockedValue { $0.trickleWrites }
+    }
+
     /// The largest number of requests that were in flight at the same time since start (or the
     /// last ``resetStatistics()``).
     ///

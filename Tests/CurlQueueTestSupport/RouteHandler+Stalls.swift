@@ -19,6 +19,7 @@ extension RouteHandler {
                 return  // a stall: the connection stays open until the client closes it
             }
             writeRaw(units[index], flush: true, context: context)
+            state.mutex.withLockedValue { $0.trickleWrites.append(.now) }
             context.eventLoop.assumeIsolated().scheduleTask(in: interval) { send(index + 1) }
         }
         send(0)

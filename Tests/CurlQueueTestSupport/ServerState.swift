@@ -19,6 +19,8 @@ final class ServerState: Sendable {
         var peakConcurrency = 0
         var connectionsAccepted = 0
         var flakyHits: [String: Int] = [:]
+        /// When `/trickle-head` wrote each of its units, in order (``FixtureServer/trickleWrites``).
+        var trickleWrites: [ContinuousClock.Instant] = []
         var requestWaiters: [Int: RequestWaiter] = [:]
         /// Waiters cancelled before they were registered (see `registerRequestWaiter`).
         var cancelledRequestWaiters: Set<Int> = []

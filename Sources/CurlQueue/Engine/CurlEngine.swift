@@ -203,6 +203,7 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
                 spareCommands.removeAll(keepingCapacity: spareCommands.capacity <= Self.maxSpareCapacity)
                 turnNanos = Self.monotonicNanos()
                 curl_multi_perform(multi, &running)
+                if !timedAttempts.isEmpty { restampAfterASlowPerform() }
                 drainMessages()
                 rounds += 1
             } while !localCommands.isEmpty && rounds < 2
@@ -225,6 +226,24 @@ final class CurlEngine: @unchecked Sendable {  // safe: `inbox` is locked; all o
             }
             if !pacedAttempts.isEmpty { timeout = Swift.min(timeout, millisecondsToNextUnpause()) }
             curl_multi_poll(multi, nil, 0, timeout, nil)
+        }
+    }
+
+    /// A perform that took longer than this has its stamps moved to its end.
+    private static let slowPerformNanos: UInt64 = 10_000_000
+
+    /// The callbacks date what they see to the start of the perform that runs them
+    /// (``turnNanos``, no clock read per callback). A perform held up (a `write(2)` waiting for
+    /// a loaded disk, the engine thread descheduled on a busy machine) would so date a byte
+    /// that came at its end to its start, and the stall limits would end that transfer early
+    /// by the perform's length: a transfer dated in a perform longer than ``slowPerformNanos``
+    /// gets the perform's end instead (later, never earlier, than when the engine saw it).
+    private func restampAfterASlowPerform() {
+        let end = Self.monotonicNanos()
+        guard end &- turnNanos > Self.slowPerformNanos else { return }
+        for attempt in timedAttempts {
+            if attempt.lastActivityNanos == turnNanos { attempt.lastActivityNanos = end }
+            if attempt.headClockStart == turnNanos { attempt.headClockStart = end }
         }
     }
 
