@@ -90,8 +90,12 @@ struct DaemonCommand: AsyncParsableCommand {
         let lines = DaemonLines(quiet: quiet, timestamps: !Terminal.isInteractive(STDOUT_FILENO))
         let (storeQueue, jobs, drainTimeout) = (storeOptions.queue, jobs, drainTimeout)
         let storeName = StoreURL(storeOptions.store).redact(storeOptions.store)
+        // The metrics of `GET /metrics`: the factory must be in place before the queue and the
+        // worker make their instruments.
+        let metrics = rpcOptions.enabled ? MetricsExposition() : nil
+        metrics?.bootstrap()
         try await storeOptions.withStore { store in
-            let queue = RequestQueue(maxConcurrentRequestCount: jobs)
+            let queue = RequestQueue(maxConcurrentRequestCount: jobs, name: storeQueue)
             queue.maxConcurrentRequestsPerHost = perHost
             var configuration = DurableWorker.Configuration(folder: folder)
             configuration.queue = storeQueue
@@ -120,7 +124,8 @@ struct DaemonCommand: AsyncParsableCommand {
             if rpcOptions.enabled {
                 do {
                     rpc = try await DaemonRPC.start(rpcOptions, store: store, queue: storeQueue, folder: folder,
-                                                    settings: settings, environment: environment)
+                                                    settings: settings, environment: environment, metrics: metrics,
+                                                    progress: { worker.progress })
                 } catch {
                     throw UsageError("cannot listen for the RPC on port \(rpcOptions.port): \(error)")
                 }

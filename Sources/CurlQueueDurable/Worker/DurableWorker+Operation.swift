@@ -66,14 +66,23 @@ extension DurableWorker {
         let replacing = configuration.replacesExistingFiles
         if request.destination != nil {
             operation.downloadProgressHandler = { progress in
-                guard let total = progress.totalBytes, total > 0 else { return }
-                registry.withLock { $0.totals[id] = total }
+                let now = ContinuousClock.now
+                registry.withLock { registry in
+                    if let total = progress.totalBytes, total > 0 { registry.totals[id] = total }
+                    if registry.live[id] == nil {
+                        registry.live[id] = LiveSample(
+                            progress: Progress(bytes: progress.bytesTransferred, total: progress.totalBytes),
+                            windowStart: (progress.bytesTransferred, now))
+                    }
+                    registry.live[id]?.report(progress, at: now)
+                }
             }
         }
         operation.completionHandler = { result in
             registry.withLock { registry in
                 registry.totals[id] = nil
                 registry.lastSamples[id] = nil
+                registry.live[id] = nil
             }
             let outcome = Self.outcome(of: result, job: record, now: Date(), random: .random(in: 0..<1))
             let response = try? result.get()

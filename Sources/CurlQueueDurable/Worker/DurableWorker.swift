@@ -77,6 +77,41 @@ public final class DurableWorker: Sendable {
         /// checkpoint (bytes, when), for the speed: what `curlq status` shows of another's jobs.
         var totals: [JobID: Int64] = [:]
         var lastSamples: [JobID: (bytes: Int64, at: ContinuousClock.Instant)] = [:]
+        /// Running downloads as their transfers report them (``progress``).
+        var live: [JobID: LiveSample] = [:]
+    }
+
+    /// One running download's figures from its progress reports; the speed is measured over
+    /// windows of at least a second.
+    struct LiveSample {
+        var progress: Progress
+        var windowStart: (bytes: Int64, at: ContinuousClock.Instant)
+
+        mutating func report(_ transfer: TransferProgress, at now: ContinuousClock.Instant) {
+            progress.bytes = transfer.bytesTransferred
+            progress.total = transfer.totalBytes
+            let seconds = (now - windowStart.at).seconds
+            guard seconds >= 1 else { return }
+            progress.bytesPerSecond = max(0, Double(transfer.bytesTransferred - windowStart.bytes) / seconds)
+            windowStart = (transfer.bytesTransferred, now)
+        }
+    }
+
+    /// How far a download this worker runs has come.
+    public struct Progress: Sendable, Hashable {
+        /// Bytes of the file so far (a resumed file's earlier bytes included).
+        public var bytes: Int64
+        /// Its size as the response announced it, if it did.
+        public var total: Int64?
+        /// Bytes per second over the last second or more; nil until a second has passed.
+        public var bytesPerSecond: Double?
+    }
+
+    /// The downloads this worker runs now, as their transfers report them: live, where the
+    /// store's checkpoints are as old as the last heartbeat. A job appears once its response
+    /// head came, and goes when its transfer ends.
+    public var progress: [JobID: Progress] {
+        registry.withLock { $0.live.mapValues(\.progress) }
     }
     let registry = Locked(Registry())
 

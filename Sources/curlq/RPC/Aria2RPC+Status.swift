@@ -40,7 +40,8 @@ extension Aria2RPC {
     }
 
     /// Every key of aria2's `tellStatus` that a download over HTTP has, from the job's record:
-    /// progress from its worker's last heartbeat checkpoint while it runs.
+    /// progress while it runs as this daemon's worker sees it, or, for another daemon's job,
+    /// from that worker's last heartbeat checkpoint.
     func statusObject(_ job: JobRecord, keys: Set<String>?, now: Date = Date()) -> RPCValue {
         var completed: Int64 = 0
         var total: Int64 = 0
@@ -48,6 +49,11 @@ extension Aria2RPC {
         if case .completed(let result)? = job.outcome {
             completed = result.bytes
             total = result.bytes
+        } else if job.state == .running, let live = progress()[job.id] {
+            // A job of this daemon: as its transfer reports it, not as of the last heartbeat.
+            completed = live.bytes
+            total = live.total ?? 0
+            speed = live.bytesPerSecond.map { Int64($0.rounded()) } ?? 0
         } else if let checkpoint = job.checkpoint {
             completed = checkpoint.bytes
             total = checkpoint.total ?? 0

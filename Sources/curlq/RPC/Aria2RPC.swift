@@ -16,8 +16,13 @@ final class Aria2RPC: Sendable {
     /// For `getGlobalOption`: what the daemon was started with.
     let globalOptions: [(String, String)]
 
+    /// The live progress of the jobs this daemon runs (``DurableWorker/progress``).
+    let progress: @Sendable () -> [JobID: DurableWorker.Progress]
+
     init(store: any JobStore, queue: String, folder: URL, secret: String?, settings: Aria2Settings,
+         progress: @escaping @Sendable () -> [JobID: DurableWorker.Progress] = { [:] },
          globalOptions: [(String, String)], limits: JSONRPCMessage.Limits = .init()) {
+        self.progress = progress
         self.store = store
         self.queue = queue
         self.folder = folder

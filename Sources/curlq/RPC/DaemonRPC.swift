@@ -10,11 +10,14 @@ struct DaemonRPC: Sendable {
     let url: String
 
     /// Starts the server on loopback (every address with `--rpc-listen-all`).
+    /// `metrics` answers `GET /metrics`; `progress` gives the live figures of the jobs this
+    /// daemon runs (the store's checkpoints, every heartbeat, for the others).
     static func start(_ options: RPCOptions, store: any JobStore, queue: String, folder: URL, settings: Aria2Settings,
-                      environment: [String: String]) async throws -> DaemonRPC {
+                      environment: [String: String], metrics: MetricsExposition?,
+                      progress: @escaping @Sendable () -> [JobID: DurableWorker.Progress]) async throws -> DaemonRPC {
         let secret = options.resolvedSecret(environment)
         let rpc = Aria2RPC(
-            store: store, queue: queue, folder: folder, secret: secret, settings: settings,
+            store: store, queue: queue, folder: folder, secret: secret, settings: settings, progress: progress,
             globalOptions: [
                 ("dir", folder.path), ("enable-rpc", "true"), ("rpc-listen-all", String(options.listenAll)),
                 ("rpc-allow-origin-all", String(options.allowOriginAll)), ("rpc-listen-port", String(options.port)),
@@ -25,7 +28,12 @@ struct DaemonRPC: Sendable {
         let page = StaticFiles.besideExecutable()
         routes.add(.GET, "/") { page.respond(to: $0) }
         routes.add(.GET, "/*") { page.respond(to: $0) }
-        // GET /metrics is added here the same way.
+        if let metrics {
+            routes.add(.GET, "/metrics") { _ in
+                let text = await metrics.text(store: store, queue: queue)
+                return RPCHTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(text.utf8))
+            }
+        }
         let access = RPCAccess(listensOnAll: options.listenAll, allowsAnyOrigin: options.allowOriginAll)
         let host = options.listenAll ? "0.0.0.0" : "127.0.0.1"
         let clients = WebSocketClients()
