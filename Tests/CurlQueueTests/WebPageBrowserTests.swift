@@ -33,13 +33,15 @@ struct WebPageBrowserTests {
     /// What the page shows: its connection line's state and every download, in page order.
     struct PageState: Decodable, CustomStringConvertible {
         var connection: String
+        /// The connection line's words (the problem, when there is one).
+        var said: String
         var items: [Shown]
 
         func item(_ name: String) -> Shown? { items.first { $0.name == name } }
         func names(in section: String) -> [String] { items.filter { $0.section == section }.map(\.name) }
 
         var description: String {
-            "connection \(connection); " + items.map { "\($0.name) [\($0.section)] \($0.figures) \($0.reason)" }.joined(separator: "; ")
+            "connection \(connection) (\(said)); " + items.map { "\($0.name) [\($0.section)] \($0.figures) \($0.reason)" }.joined(separator: "; ")
         }
     }
 
@@ -53,7 +55,8 @@ struct WebPageBrowserTests {
                    progress: bar.hasAttribute('value') ? bar.value : null,
                    actions: [...li.querySelectorAll('button[data-action]')].filter((b) => !b.hidden).map((b) => b.dataset.action) };
         });
-        return JSON.stringify({ connection: document.getElementById('connection').dataset.state, items });
+        const line = document.getElementById('connection');
+        return JSON.stringify({ connection: line.dataset.state, said: line.textContent, items });
         """
 
     /// Reads the page until `check` gives a value, or fails after `timeout` with what it showed.
@@ -119,13 +122,15 @@ struct WebPageBrowserTests {
     /// the page says it is connected over `transport` ("websocket" or "http").
     func signIn(_ browser: WebDriverSession, _ backend: WebPageBackend, over transport: String) async throws {
         try await browser.open(backend.pageURL)
-        _ = try await waitForPage(browser, "the refusal of a call without the secret") { $0.connection == "error" ? true : nil }
+        // Longer deadlines than a step's: the first calls wait for the browser, the page and the
+        // server to start, which a loaded machine (the whole suite beside them) slows most.
+        _ = try await waitForPage(browser, "the refusal of a call without the secret", within: .seconds(45)) { $0.connection == "error" ? true : nil }
         try await browser.type(backend.secret, into: "#secret")
         try await browser.click("#save-secret")
-        _ = try await waitForPage(browser, "a connection over \(transport)") { $0.connection == transport ? true : nil }
+        _ = try await waitForPage(browser, "a connection over \(transport)", within: .seconds(45)) { $0.connection == transport ? true : nil }
     }
 
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(3)))
     func addWatchPrioritizePauseCancelAndFailThroughThePage() async throws {
         try await withPage("the WebSocket scenario") { browser, backend, server, folder in
             try await signIn(browser, backend, over: "websocket")
@@ -137,7 +142,7 @@ struct WebPageBrowserTests {
     /// added runs with its progress and completes, a failure shows the daemon's reason, another
     /// download is cancelled. (Pausing one download and reordering the queue are aria2c's only:
     /// the daemon refuses them, docs/daemon.md.)
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(3)))
     func theDaemonsOwnPageAddsWatchesAndCancels() async throws {
         try await withPage("the daemon scenario", daemon: true) { browser, backend, server, _ in
             try await signIn(browser, backend, over: "websocket")
@@ -169,7 +174,7 @@ struct WebPageBrowserTests {
 
     /// With its WebSocket refused (as behind a proxy that drops the upgrade), the page works
     /// over HTTP POST, polling: a download added, one cancelled, one completed.
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(3)))
     func worksOverHTTPWhenTheWebSocketIsRefused() async throws {
         try await withRefusingPort { refusing in
             let redirect = """
