@@ -50,5 +50,32 @@ import Testing
         }
     }
 
+    /// Several URIs are mirrors of one file: the first server's 404 sends the job to the next,
+    /// and both are listed; `max-download-limit` is the job's own.
+    @Test func severalURIsAreMirrorsOfOneFile() async throws {
+        try await withServer { server in
+            try await withFolder { folder in
+                let store = "sqlite:" + folder.appendingPathComponent("jobs.db").path
+                let files = folder.appendingPathComponent("files")
+                let daemon = try RPCDaemonProcess(store: store, folder: files)
+                let port = daemon.port
+                let (gone, there) = (server.url("/status/404").absoluteString, server.url("/bytes/3000").absoluteString)
+                let gid = try #require(try await rpcResult(
+                    port: port, "aria2.addUri", #"[["\#(gone)","\#(there)"],{"out":"m.bin","max-download-limit":"1M"}]"#) as? String)
+                var status: [String: Any] = [:]
+                let done = try await pollStore {
+                    status = try #require(try await rpcResult(port: port, "aria2.tellStatus", #"["\#(gid)"]"#) as? [String: Any])
+                    return status["status"] as? String == "complete"
+                }
+                #expect(done, "\(status)")
+                #expect(contents(of: files.appendingPathComponent("m.bin")) == FixtureServer.expectedBytes(count: 3000))
+                let uris = try #require(try await rpcResult(port: port, "aria2.getUris", #"["\#(gid)"]"#) as? [[String: Any]])
+                #expect(uris.compactMap { $0["uri"] as? String } == [gone, there])
+                #expect(server.requests.map(\.path).filter { $0 == "/status/404" || $0 == "/bytes/3000" } == ["/status/404", "/bytes/3000"])
+                #expect(try await daemon.stop() == 0)
+            }
+        }
+    }
+
     func contents(of url: URL) -> [UInt8]? { (try? Data(contentsOf: url)).map(Array.init) }
 }

@@ -13,13 +13,17 @@ extension Aria2RPC {
             guard let text = item.string else { throw .refused("The parameter at 0 has wrong type.") }
             if !uris.contains(text) { uris.append(text) }
         }
-        guard let first = uris.first else { throw .refused("No URI to download.") }
-        guard uris.count == 1 else {
-            throw .refused("curlq daemon cannot use mirrors yet: a job holds one URI (give one URI, or the same one repeated)")
+        guard !uris.isEmpty else { throw .refused("No URI to download.") }
+        guard uris.count <= InputFile.maxMirrors else { throw .refused("at most \(InputFile.maxMirrors) URIs for one download") }
+        // Several URIs are mirrors of one file (`JobRequest.mirrors`: each attempt to the next).
+        var urls: [URL] = []
+        for text in uris {
+            guard case .success(let url) = InputFile.validateURL(text) else {
+                throw .refused("The URI is not an http or https URL with a host (spaces and control characters percent-encoded)")
+            }
+            urls.append(url)
         }
-        guard case .success(let url) = InputFile.validateURL(first) else {
-            throw .refused("The URI is not an http or https URL with a host (spaces and control characters percent-encoded)")
-        }
+        let url = urls[0]
         var options: [(String, RPCValue)] = []
         switch params[1] {
         case nil: break
@@ -34,8 +38,13 @@ extension Aria2RPC {
             }
             order = .lifo
         }
-        let request = try jobRequest(url: url, options: options)
-        let spec = JobSpec(kind: "download", request: request, duplicates: .allow)
+        var request = try jobRequest(url: url, options: options)
+        request.mirrors = urls.dropFirst().map(\.absoluteString)
+        for mirror in urls.dropFirst() {
+            if let problem = StoredSecrets.problem(url: mirror, fields: [], allowSecretQuery: false) { throw .refused(problem) }
+        }
+        // Each mirror is tried at least once, as `get` and `enqueue` do.
+        let spec = JobSpec(kind: "download", request: request, retry: JobRetryPolicy(maxAttempts: max(5, urls.count)), duplicates: .allow)
         let results: [EnqueueResult]
         do {
             results = try await store.enqueue([spec], queue: queue, order: order)
@@ -61,6 +70,7 @@ extension Aria2RPC {
         var out: String?
         var headers: [HeaderField] = []
         var checksum: JobRequest.Checksum?
+        var maxBytesPerSecond: Int64?
         for (name, value) in options {
             switch name {
             case "dir": dir = try text(name, value)
@@ -89,10 +99,7 @@ extension Aria2RPC {
                 guard let limit = Self.speed(try text(name, value)) else {
                     throw .refused("We encountered a problem while processing the option '--max-download-limit'.")
                 }
-                if limit > 0 {
-                    throw .refused("curlq daemon cannot limit one download's speed yet: its --limit-rate limits every job, "
-                        + "and aria2.changeGlobalOption max-overall-download-limit all of them together")
-                }
+                maxBytesPerSecond = limit > 0 ? limit : nil  // 0: no limit of its own, as aria2's
             default:
                 continue  // unknown to curlq: ignored, as aria2 ignores what it does not know
             }
@@ -103,7 +110,7 @@ extension Aria2RPC {
         }
         let destination = try destination(url: url, dir: dir, out: out)
         return JobRequest(url: url.absoluteString, headerFields: headers.map { .init($0.name, $0.value) },
-                          destination: destination, checksum: checksum)
+                          destination: destination, checksum: checksum, maxBytesPerSecond: maxBytesPerSecond)
     }
 
     /// The destination under the daemon's folder: `dir` must be the folder or inside it (a

@@ -100,8 +100,13 @@ extension Aria2RPC {
             ("length", .string(String(total))),
             ("completedLength", .string(String(completed))),
             ("selected", .string("true")),
-            ("uris", .array([uriObject(job, uri: uri)])),
+            ("uris", .array(uriObjects(job))),
         ])
+    }
+
+    /// Every URI of the job, its mirrors included (secrets hidden), as `getUris` lists them.
+    func uriObjects(_ job: JobRecord) -> [RPCValue] {
+        job.spec.request.urls.map { uriObject(job, uri: URL(string: $0).map(Format.url) ?? "") }
     }
 
     func uriObject(_ job: JobRecord, uri: String) -> RPCValue {
@@ -131,7 +136,7 @@ extension Aria2RPC {
 
     func getUris(_ params: Params) async throws(Aria2Error) -> RPCValue {
         let job = try await job(try params.gid(0))
-        return .array([uriObject(job, uri: URL(string: job.spec.request.url).map(Format.url) ?? "")])
+        return .array(uriObjects(job))
     }
 
     func getFiles(_ params: Params) async throws(Aria2Error) -> RPCValue {
