@@ -33,13 +33,10 @@ extension DurableWorker {
         }
         configuration.prepareRequest?(&request, record)
         if let destination = request.destination {
-            // The job's folders under the worker's (validated at enqueue: no `..`, not absolute).
-            do {
-                try FileManager.default.createDirectory(
-                    at: destination.deletingLastPathComponent(), withIntermediateDirectories: true,
-                    attributes: [.posixPermissions: 0o700])
-            } catch {
-                continuation.yield(.transferEnded(id, .failed(reason: "cannot create the folder of \(destination.path): \(error)", kind: .file), nil))
+            // The job's folders under the worker's, never through a symbolic link.
+            if let staged = record.spec.request.stagedDestination,
+               let problem = Self.makeFolders(of: staged, in: configuration.folder) {
+                continuation.yield(.transferEnded(id, .failed(reason: problem, kind: .file), nil))
                 return nil
             }
             if request.resume {
