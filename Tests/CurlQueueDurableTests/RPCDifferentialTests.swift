@@ -61,15 +61,35 @@ import Glibc
         try #require(FileManager.default.isExecutableFile(atPath: aria2c), "aria2c is missing: scripts/setup installs Debian's aria2")
         try await withServer { server in
             try await withFolder { folder in
-                let ariaPort = try await unusedPort()
-                let aria = Process()
-                aria.executableURL = URL(fileURLWithPath: aria2c)
-                aria.arguments = ["--enable-rpc", "--rpc-listen-port", String(ariaPort), "--rpc-secret", Self.secret, "--no-conf",
-                                  "--quiet", "-d", folder.appendingPathComponent("aria").path, "--max-tries", "1",
-                                  "--auto-file-renaming=false", "--daemon=false"]
-                aria.standardOutput = FileHandle.nullDevice
-                aria.standardError = FileHandle.nullDevice
-                try aria.run()
+                // A port found free may be taken by another test's server before aria2c binds
+                // it (the suite runs in parallel): aria2c is told to bind IPv4 only, so that it
+                // exits instead of listening on ::1 alone, and it is aria2c only once its own
+                // getVersion answers with this secret; else another port is tried.
+                var started: (process: Process, port: Int)?
+                for _ in 0..<5 where started == nil {
+                    let port = try await unusedPort()
+                    let aria = Process()
+                    aria.executableURL = URL(fileURLWithPath: aria2c)
+                    aria.arguments = ["--enable-rpc", "--rpc-listen-port", String(port), "--rpc-secret", Self.secret, "--no-conf",
+                                      "--quiet", "-d", folder.appendingPathComponent("aria").path, "--max-tries", "1",
+                                      "--auto-file-renaming=false", "--daemon=false", "--disable-ipv6=true"]
+                    aria.standardOutput = FileHandle.nullDevice
+                    aria.standardError = FileHandle.nullDevice
+                    try aria.run()
+                    let answers = try await pollStore {
+                        guard aria.isRunning else { return true }
+                        let reply = try? await rpcPost(port: port, #"{"jsonrpc":"2.0","id":"v","method":"aria2.getVersion","params":["token:\#(Self.secret)"]}"#)
+                        return ((try? reply?.json())?["result"] as? [String: Any])?["enabledFeatures"] != nil
+                    }
+                    if answers && aria.isRunning {
+                        started = (aria, port)
+                    } else {
+                        // SIGKILL: the test process's children inherit its blocked SIGTERM.
+                        kill(aria.processIdentifier, SIGKILL)
+                        aria.waitUntilExit()
+                    }
+                }
+                let (aria, ariaPort) = try #require(started, "aria2c did not answer on a port of its own in five tries")
                 // SIGKILL: the test process's children inherit its blocked SIGTERM, which aria2c
                 // never unblocks (seen: aria2c processes left running after terminate()).
                 defer {
@@ -79,9 +99,6 @@ import Glibc
                 let store = "sqlite:" + folder.appendingPathComponent("jobs.db").path
                 let daemon = try RPCDaemonProcess(store: store, folder: folder.appendingPathComponent("curlq"),
                                                   arguments: ["--rpc-secret", Self.secret])
-                // aria2c prints nothing when ready: its port answering is the event.
-                let listening = try await pollStore { (try? await offThePool { _ = try RawConnection(port: ariaPort) }) != nil }
-                try #require(listening, "aria2c did not listen")
                 let sides = [Side(name: "aria2c", port: ariaPort), Side(name: "curlq", port: daemon.port)]
                 var table: [(String, String, String)] = []
                 func row(_ method: String, _ answers: [String]) { table.append((method, answers[0], answers[1])) }

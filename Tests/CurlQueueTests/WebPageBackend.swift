@@ -57,6 +57,10 @@ struct WebPageBackend: Sendable {
                 "--dir=\(downloads.path)", "--max-concurrent-downloads=\(concurrency)",
                 "--max-tries=1", "--file-allocation=none", "--auto-file-renaming=false",
                 "--stop-with-process=\(getpid())",  // gone with the test process, should it crash
+                // IPv4 only: a port another test's server took meanwhile makes aria2c exit (and
+                // another port is tried) instead of listening on ::1 alone while 127.0.0.1:PORT
+                // answers as that server.
+                "--disable-ipv6=true",
                 "--log=-", "--log-level=notice", "--console-log-level=warn",
             ])
             do {
@@ -64,8 +68,11 @@ struct WebPageBackend: Sendable {
                 let rpcURL = URL(string: "http://127.0.0.1:\(port)/jsonrpc")!
                 var components = URLComponents(string: "http://127.0.0.1:\(pagePort)/index.html")!
                 components.queryItems = [URLQueryItem(name: "rpc", value: rpcURL.absoluteString)]
-                return WebPageBackend(rpcURL: rpcURL, pageURL: components.url!, secret: secret,
-                                      downloads: downloads, processes: [page, rpc])
+                let backend = WebPageBackend(rpcURL: rpcURL, pageURL: components.url!, secret: secret,
+                                             downloads: downloads, processes: [page, rpc])
+                // aria2c, not another test's server on a port taken meanwhile: its own answer.
+                _ = try await backend.call("getVersion", [])
+                return backend
             } catch {
                 rpc.stop()
                 lastError = error
