@@ -139,7 +139,10 @@ worker.register(kind: "download") { job in
     if job.record.spec.metadata["handler"] == "crash" { abort() }  // a handler that kills its worker every time
     // One write(2) of one short line to an O_APPEND file: lines of several processes never mix.
     let descriptor = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-    let line = "\(job.record.id) \(pid) \(job.response == nil ? "rerun" : "fresh")\n"
+    // Fresh: this worker recorded the outcome (the job came to it with none). A rerun comes
+    // with the outcome already recorded. (Not `job.response == nil`: a file found already
+    // there is recorded with no response, and was once taken for a rerun.)
+    let line = "\(job.record.id) \(pid) \(job.record.outcome == nil ? "fresh" : "rerun")\n"
     _ = line.withCString { write(descriptor, $0, strlen($0)) }
     close(descriptor)
 }
