@@ -61,13 +61,15 @@ import Glibc
         try #require(FileManager.default.isExecutableFile(atPath: aria2c), "aria2c is missing: scripts/setup installs Debian's aria2")
         try await withServer { server in
             try await withFolder { folder in
-                // A port found free may be taken by another test's server before aria2c binds
-                // it (the suite runs in parallel): aria2c is told to bind IPv4 only, so that it
-                // exits instead of listening on ::1 alone, and it is aria2c only once its own
-                // getVersion answers with this secret; else another port is tried.
+                // aria2c binds IPv4 only, so that a taken port makes it exit instead of listening
+                // on ::1 alone, and it is aria2c only once its own getVersion answers with this
+                // secret; else another port is tried.
                 var started: (process: Process, port: Int)?
                 for _ in 0..<5 where started == nil {
-                    let port = try await unusedPort()
+                    // Below the kernel's ephemeral range (32768 and up), where the suite's
+                    // servers bind port 0: a port found free by binding one was, under load,
+                    // still held or taken again when aria2c bound it.
+                    let port = Int.random(in: 20_000..<32_000)
                     let aria = Process()
                     aria.executableURL = URL(fileURLWithPath: aria2c)
                     aria.arguments = ["--enable-rpc", "--rpc-listen-port", String(port), "--rpc-secret", Self.secret, "--no-conf",

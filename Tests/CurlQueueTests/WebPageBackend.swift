@@ -46,11 +46,11 @@ struct WebPageBackend: Sendable {
             guard let range = line.range(of: "Serving HTTP on 127.0.0.1 port ") else { return nil }
             return Int(line[range.upperBound...].prefix { $0.isNumber })
         }
-        // aria2c takes no port 0: a free port is picked, and another one tried should it be taken
-        // by the time aria2c binds it.
+        // aria2c takes no port 0: a port is picked (``aria2cPort()``), and another one tried
+        // should it be taken.
         var lastError: any Error = WebDriverError.unexpected("aria2c did not start")
         for _ in 0..<5 {
-            let port = try await freePort()
+            let port = Self.aria2cPort()
             let rpc = try WatchedProcess(aria2c, [
                 "--no-conf", "--enable-rpc", "--rpc-listen-port=\(port)", "--rpc-secret=\(secret)",
                 "--rpc-allow-origin-all",  // the page is served from another port: CORS for its POST fallback
@@ -125,10 +125,10 @@ struct WebPageBackend: Sendable {
         throw WebDriverError.unexpected("python3 is not installed: it serves the page to the browser")
     }
 
-    private static func freePort() async throws -> Int {
-        let probe = try await FixtureServer.start()
-        let port = probe.port
-        try await probe.shutdown()
-        return port
-    }
+    /// A port for aria2c, which takes no port 0: at random below the kernel's ephemeral range
+    /// (32768 and up, where every `bind` to port 0 of the parallel suite lands), so that no
+    /// test's server takes it meanwhile. A port found free by binding and closing one was, on a
+    /// loaded machine, still held by the closing socket or taken again when aria2c bound it.
+    /// aria2c exits on a taken port (IPv4 only), and another is tried.
+    static func aria2cPort() -> Int { Int.random(in: 20_000..<32_000) }
 }
