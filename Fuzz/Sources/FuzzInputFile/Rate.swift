@@ -1,0 +1,1 @@
+../../../Sources/curlq/Rate.swift
