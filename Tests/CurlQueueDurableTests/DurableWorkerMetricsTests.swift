@@ -32,7 +32,9 @@ import Testing
                 let handled = Locked(0)
                 worker.register(kind: "download") { [weak worker] _ in
                     guard handled.withLock({ $0 += 1; return $0 }) == 3 else { return }
-                    // The stop once a heartbeat (every second here) renewed the leases.
+                    // The stop once a heartbeat (every second here) renewed the leases. The counter is
+                    // the metrics backend's, which signals nothing: it is read every 20 ms (the sleep
+                    // is the poll's period) until it moves or 20 s pass.
                     let deadline = ContinuousClock.now + .seconds(20)
                     while renewals() == 0, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
                     worker?.stop(drain: .seconds(30))

@@ -26,6 +26,8 @@ struct PostgresHeartbeatConnectionTests {
 
         // Another client holds the lock that equal enqueues take in turn, for up to 60 s.
         let key = "held-\(UUID().uuidString)"
+        // A client that takes the lock and holds it (pg_sleep) until the test kills it: the sleep
+        // is the holding, not a wait that hopes.
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
         holder.arguments = ["-X", "-q", url,
