@@ -76,7 +76,8 @@ struct Job: Sendable {
 
     var index: Int
     var url: URL
-    /// The file name in the output folder, safe and unique in the batch.
+    /// The file's path in the output folder, safe and unique in the batch: its name, after the
+    /// `dir=` folders it goes to (`isos/a.iso`).
     var name: String
     var priority: InputPriority
     /// The expected digest.
@@ -148,7 +149,7 @@ enum BatchPlanner {
         for (index, entry) in entries.enumerated() {
             let wanted = entry.out.map(SafeFileName.sanitize) ?? SafeFileName.from(url: entry.url)
             var job = Job(
-                index: index, url: entry.url, name: names.claim(wanted), priority: entry.priority,
+                index: index, url: entry.url, name: names.claim(entry.dir.map { $0 + "/" + wanted } ?? wanted), priority: entry.priority,
                 checksum: entry.checksum, headers: entry.headers, resumeOffset: 0, discardedPart: nil, plan: .download,
                 mirrors: entry.mirrors)
             job.takesServerName = options.remoteHeaderName && entry.out == nil
@@ -159,7 +160,27 @@ enum BatchPlanner {
         return jobs
     }
 
+    /// Why the folders of a `dir=` path cannot take the file, or nil: a name a file name made
+    /// safe could not hold, or something on the way that is not a folder (a symbolic link is
+    /// never gone through). Missing folders are made when the file starts.
+    static func subfolderProblem(_ name: String, paths: JobPaths) -> String? {
+        var path = paths.folder
+        for part in name.split(separator: "/").dropLast() {
+            guard SafeFileName.sanitizedName(String(part)) == String(part) else {
+                return "dir=: \(quoted(part)) is not a safe folder name"
+            }
+            path += "/" + part
+            switch FileKind.of(path) {
+            case .missing, .directory: continue
+            case .symbolicLink: return "\(path) is a symbolic link: a download never goes through it"
+            case .file, .other: return "\(path) is not a folder"
+            }
+        }
+        return nil
+    }
+
     private static func decide(_ job: inout Job, paths: JobPaths, options: BatchOptions) -> Job.Plan {
+        if let problem = subfolderProblem(job.name, paths: paths) { return .fail(problem) }
         let final = paths.final(job)
         switch FileKind.of(final) {
         case .directory:

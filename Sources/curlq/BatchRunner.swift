@@ -185,6 +185,11 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
     }
 
     private func add(_ job: Job) {
+        if job.name.contains("/"), let problem = Subfolders.make(of: job.name, in: paths.folder) {
+            running -= 1  // never handed to the queue
+            admission.finished(job.index)
+            return finalize(job.index, outcome: .failed, status: nil, attempts: 0, kind: .file, error: problem)
+        }
         // A `.part` started over leaves no ranges file of a split download behind.
         if job.discardedPart != nil { SplitSidecar.remove(SplitSidecar.path(forPart: paths.part(job))) }
         if !job.mirrors.isEmpty { return addMirrorTry(job) }  // Mirrors.swift
@@ -464,7 +469,7 @@ final class BatchRunner: @unchecked Sendable {  // safe: the `var`s are touched 
                         return refused(job, name: name, code: EEXIST, status: status, attempts: attempts, sha256: sha256)
                     }
                     serverNames.adopt(job, name: name)
-                    finalize(index, outcome: .skipped, status: status, attempts: attempts, sha256: sha256)
+                    finalize(index, outcome: .skipped, status: status, attempts: attempts, bytes: FileKind.size(target), sha256: sha256)
                 }
             }
         case .refused(let name, let code):

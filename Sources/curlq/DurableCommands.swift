@@ -199,6 +199,9 @@ struct EnqueueCommand: AsyncParsableCommand {
         guard !entries.isEmpty else { throw UsageError("no URL to enqueue") }
         let global = headers.compactMap { try? HeaderField.parse($0).get() }
         for entry in entries {
+            if let bad = entry.dir?.split(separator: "/").first(where: { SafeFileName.sanitizedName(String($0)) != String($0) }) {
+                throw UsageError("\(entry.origin): dir=: \(quoted(bad)) is not a safe folder name (nothing was enqueued)")
+            }
             let fields = HeaderField.merge(global: global, own: entry.headers)
             for url in entry.urls {
                 if let problem = StoredSecrets.problem(url: url, fields: fields, allowSecretQuery: allowSecretQuery) {
@@ -211,7 +214,7 @@ struct EnqueueCommand: AsyncParsableCommand {
                 kind: "download",
                 request: JobRequest(url: entry.url.absoluteString,
                                     headerFields: HeaderField.merge(global: global, own: entry.headers).map { .init($0.name, $0.value) },
-                                    destination: SafeFileName.sanitize(entry.out ?? SafeFileName.from(url: entry.url)),
+                                    destination: (entry.dir.map { $0 + "/" } ?? "") + SafeFileName.sanitize(entry.out ?? SafeFileName.from(url: entry.url)),
                                     checksum: entry.checksum.map { .init(algorithm: $0.algorithm.rawValue, hex: $0.hex) },
                                     mirrors: entry.mirrors.map(\.absoluteString), maxBytesPerSecond: entry.maxBytesPerSecond),
                 priority: entry.priority == .high ? .high : entry.priority == .low ? .low : .normal,

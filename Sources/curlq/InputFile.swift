@@ -66,6 +66,9 @@ struct InputEntry: Equatable, Sendable {
     var origin: String
     /// `out=`: the file name wanted in the output folder (made safe later).
     var out: String?
+    /// `dir=` (aria2's key): the folder inside the output folder the file goes to, as
+    /// `sub/folder` (checked by ``InputFile/folder(_:)``); nil for the output folder itself.
+    var dir: String?
     var priority: InputPriority = .normal
     /// `sha256=`, `sha512=`, `sha1=` or `md5=`: the expected digest.
     var checksum: Checksum?
@@ -89,6 +92,7 @@ struct InputEntry: Equatable, Sendable {
 /// # a comment
 /// https://example.org/big.iso
 ///     out=ubuntu.iso
+///     dir=isos/ubuntu
 ///     priority=high
 ///     sha256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 ///     header=Authorization: Bearer abc
@@ -100,7 +104,7 @@ struct InputEntry: Equatable, Sendable {
 /// it (unless `out=` does); the option lines below apply to all of them. A line that starts with a space or a tab belongs to the URL above it. Blank lines and lines
 /// whose first non-blank character is `#` are skipped. Parsing is pure: no I/O.
 enum InputFile {
-    static let keys = ["out", "priority", "sha256", "sha512", "sha1", "md5", "checksum", "header", "max-download-limit"]
+    static let keys = ["out", "dir", "priority", "sha256", "sha512", "sha1", "md5", "checksum", "header", "max-download-limit"]
     /// The most URLs one line may hold (a URL and its mirrors).
     static let maxMirrors = 64
 
@@ -202,6 +206,8 @@ enum InputFile {
         case "out":
             guard !value.isEmpty else { throw InputProblem("out= needs a file name") }
             entry.out = value
+        case "dir":
+            entry.dir = try folder(value)
         case "priority":
             guard let priority = InputPriority(rawValue: value.lowercased()) else {
                 throw InputProblem("priority must be high, normal or low, not \(quoted(value))")
@@ -230,6 +236,28 @@ enum InputFile {
         default:
             throw InputProblem("unknown key \(quoted(key)) (expected \(keys.joined(separator: ", ")))")
         }
+    }
+
+    /// A `dir=` value: a folder inside the output folder, its components joined by `/` (nil for
+    /// `.`, the output folder). Never absolute, never `..`, no control character, no component
+    /// that starts with `.` or `-`: a file name made safe could not hold it either.
+    static func folder(_ value: String) throws(InputProblem) -> String? {
+        guard !value.isEmpty else { throw InputProblem("dir= needs a folder, as sub/folder") }
+        guard !value.hasPrefix("/") && !value.hasPrefix("~") else {
+            throw InputProblem("dir= takes a folder inside the output folder, as sub/folder, not \(quoted(value)): every download stays inside it")
+        }
+        let parts = value.split(separator: "/").filter { $0 != "." }
+        for part in parts {
+            if part == ".." {
+                throw InputProblem("dir= may not leave the output folder (..): \(quoted(value))")
+            }
+            if part.hasPrefix(".") || part.hasPrefix("-") || part.utf8.count > 200 || part.contains("\\")
+                || part.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80...0x9F).contains($0.value) }) {
+                throw InputProblem("dir=: \(quoted(part)) is not a folder name curlq writes (no leading . or -, no \\ or control character, at most 200 bytes)")
+            }
+        }
+        guard parts.count <= 32 else { throw InputProblem("dir= is more than 32 folders deep: \(quoted(value))") }
+        return parts.isEmpty ? nil : parts.joined(separator: "/")
     }
 
     /// aria2's `checksum=` value `sha-256=HEX`: the algorithm's name as ``DigestAlgorithm``

@@ -87,8 +87,10 @@ struct ServerNames {
 
     /// Moves the complete file at `staged` to the name proposed for it, unless that is its URL's.
     mutating func move(_ job: Job, from staged: String, proposed: String?, folder: String) -> Placement {
-        guard job.takesServerName, let proposed, proposed != job.name else { return .unchanged }
-        let name = allocator.claim(proposed)
+        // A `dir=` file stays in its folder: only its last component is the server's.
+        let folderPart = job.name.lastIndex(of: "/").map { String(job.name[...$0]) } ?? ""
+        guard job.takesServerName, let proposed, folderPart + proposed != job.name else { return .unchanged }
+        let name = allocator.claim(folderPart + proposed)
         let target = folder + "/" + name
         // link(2) fails with EEXIST whatever stands there (a file, a folder, a dangling symbolic
         // link) and follows no link at the new name: nothing is replaced, nothing written elsewhere.

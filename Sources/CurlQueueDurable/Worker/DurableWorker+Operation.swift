@@ -35,7 +35,7 @@ extension DurableWorker {
         if let destination = request.destination {
             // The job's folders under the worker's, never through a symbolic link.
             if let staged = record.spec.request.stagedDestination,
-               let problem = Self.makeFolders(of: staged, in: configuration.folder) {
+               let problem = Subfolders.make(of: staged, in: configuration.folder.path) {
                 continuation.yield(.transferEnded(id, .failed(reason: problem, kind: .file), nil))
                 return nil
             }
