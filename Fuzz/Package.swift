@@ -44,21 +44,20 @@ let package = Package(
             dependencies: [.product(name: "CurlQueueClient", package: "CurlQueue")],
             swiftSettings: strict
         ),
-        // curlq's input-file parser. curlq is an executable target, which no other package can
-        // import, so this target compiles curlq's own Sources/curlq/InputFile.swift (through a
-        // symbolic link, unchanged; it needs Foundation and the core's `DigestAlgorithm`) with
-        // the harness.
+        // curlq's input-file parser (CurlQueueDownloads: InputFile, Rate).
         .executableTarget(
             name: "FuzzInputFile",
-            dependencies: [.product(name: "CurlQueue", package: "CurlQueue")],
+            dependencies: [
+                .product(name: "CurlQueue", package: "CurlQueue"),
+                .product(name: "CurlQueueDownloads", package: "CurlQueue"),
+            ],
             swiftSettings: strict
         ),
         // curlq -J's Content-Disposition parser and the file-name rules it shares with URL
-        // names: Sources/curlq/ContentDisposition.swift and SafeFileName.swift through symbolic
-        // links, as above (SafeFileName imports CurlQueue; TextEscaping.swift says why it is here).
+        // names (CurlQueueDownloads: ContentDisposition, SafeFileName).
         .executableTarget(
             name: "FuzzContentDisposition",
-            dependencies: [.product(name: "CurlQueue", package: "CurlQueue")],
+            dependencies: [.product(name: "CurlQueueDownloads", package: "CurlQueue")],
             swiftSettings: strict
         ),
         // curlq daemon's JSON-RPC request parser: Sources/curlq/RPC/RPCValue.swift,

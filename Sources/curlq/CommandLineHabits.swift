@@ -1,3 +1,5 @@
+import CurlQueueDownloads
+
 /// The command line as a curl or aria2c user types it, looked at before ArgumentParser reads it,
 /// so that a habit gets a message naming the habit and curlq's spelling:
 ///

@@ -1,3 +1,4 @@
+import CurlQueueDownloads
 import Foundation
 
 /// `-u user:password`, `--netrc`/`--netrc-file` and `-b/--cookie`: what curlq sends to prove

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CurlQueue
+import CurlQueueDownloads
 import CurlQueueDurable
 import CurlQueuePostgres
 import Foundation

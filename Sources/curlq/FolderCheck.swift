@@ -1,3 +1,4 @@
+import CurlQueueDownloads
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueDownloads
 import Foundation
 #if canImport(Glibc)
 import Glibc

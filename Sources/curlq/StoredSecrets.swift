@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueDownloads
 import Foundation
 
 /// What of a download may not go into a job store: a store is a file (or a database) other

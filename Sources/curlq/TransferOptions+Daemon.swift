@@ -1,4 +1,5 @@
 import CurlQueue
+import CurlQueueDownloads
 import CurlQueueDurable
 import Foundation
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CurlQueue
+import CurlQueueDownloads
 
 extension Rate {
     /// `value` parsed for `option`, or a usage error that says what is accepted.

@@ -1,3 +1,5 @@
+import CurlQueueDownloads
+
 /// curlq's version: the one place it is defined. `--version` and the default `User-Agent`
 /// (`curlq/VERSION`) both read it.
 enum CurlqVersion {

@@ -1,5 +1,6 @@
 import CurlQueueTestHelpers
 @testable import curlq
+import CurlQueueDownloads
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 @testable import curlq
+import CurlQueueDownloads
 import CurlQueue
 import Foundation
 import Testing

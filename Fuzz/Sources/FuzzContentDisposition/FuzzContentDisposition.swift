@@ -1,7 +1,8 @@
+@testable import CurlQueueDownloads
 import Foundation
 
 /// A `Content-Disposition` field value, read with `ContentDisposition.safeName(_:)` (curlq's
-/// `-J`) from curlq's own ContentDisposition.swift and SafeFileName.swift, compiled into this target.
+/// `-J`, in CurlQueueDownloads).
 ///
 /// Checked: a name, when there is one, is not empty, holds no `/` or `\` (as Unicode scalars),
 /// is not `.` or `..`, does not start with a dot or a dash, has no control character and is at most

@@ -1,8 +1,8 @@
 import CurlQueue
+@testable import CurlQueueDownloads
 import Foundation
 
-/// A curlq input file (`curlq get -i FILE`), read with `InputFile.parse(_:origin:)` from curlq's
-/// own InputFile.swift, compiled into this target.
+/// A curlq input file (`curlq get -i FILE`), read with `InputFile.parse(_:origin:)` (CurlQueueDownloads).
 ///
 /// Checked: an error names a line of the file, and its message has no control characters (curlq
 /// prints it to the terminal). Each entry comes from a line of its own, in order; its URL and each

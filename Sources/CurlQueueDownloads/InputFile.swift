@@ -1,20 +1,25 @@
-import CurlQueue
-import Foundation
+package import CurlQueue
+package import Foundation
 
 /// The priority of one URL in the batch (`priority=` in an input file).
-enum InputPriority: String, CaseIterable, Sendable {
+package enum InputPriority: String, CaseIterable, Sendable {
     case high, normal, low
 }
 
 /// One header field given with `-H` or `header=`.
-struct HeaderField: Equatable, Sendable {
-    var name: String
-    var value: String
+package struct HeaderField: Equatable, Sendable {
+    package var name: String
+    package var value: String
+
+    package init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
 
     /// Parses `Name: value`. The name must be an HTTP token (letters, digits and
     /// ``!#$%&'*+-.^_`|~``), the value may not hold control characters other than tab;
     /// spaces and tabs around the value are dropped. An empty value is allowed.
-    static func parse(_ text: String) -> Result<HeaderField, InputProblem> {
+    package static func parse(_ text: String) -> Result<HeaderField, InputProblem> {
         guard let colon = text.firstIndex(of: ":") else {
             return .failure(InputProblem("a header must look like 'Name: value', not \(quoted(text))"))
         }
@@ -29,7 +34,7 @@ struct HeaderField: Equatable, Sendable {
         return .success(HeaderField(name: name, value: value))
     }
 
-    static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
+    package static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar {
         case "a"..."z", "A"..."Z", "0"..."9": return true
         default: return "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar)
@@ -38,52 +43,65 @@ struct HeaderField: Equatable, Sendable {
 
     /// `-H` headers apply to every URL; an entry's own `header=` lines add to them, and
     /// replace every `-H` header of the same name (compared case-insensitively).
-    static func merge(global: [HeaderField], own: [HeaderField]) -> [HeaderField] {
+    package static func merge(global: [HeaderField], own: [HeaderField]) -> [HeaderField] {
         let overridden = Set(own.map { $0.name.lowercased() })
         return global.filter { !overridden.contains($0.name.lowercased()) } + own
     }
 }
 
 /// What is wrong with a piece of input; the caller adds where it was (file and line).
-struct InputProblem: Error, Equatable, CustomStringConvertible {
-    var message: String
-    init(_ message: String) { self.message = message }
-    var description: String { message }
+package struct InputProblem: Error, Equatable, CustomStringConvertible {
+    package var message: String
+    package init(_ message: String) { self.message = message }
+    package var description: String { message }
 }
 
 /// A malformed line of an input file.
-struct InputFileError: Error, Equatable, CustomStringConvertible {
+package struct InputFileError: Error, Equatable, CustomStringConvertible {
     /// 1-based.
-    var line: Int
-    var message: String
-    var description: String { "line \(line): \(message)" }
+    package var line: Int
+    package var message: String
+
+    package init(line: Int, message: String) {
+        self.line = line
+        self.message = message
+    }
+    package var description: String { "line \(line): \(message)" }
 }
 
 /// One URL to download, with its options.
-struct InputEntry: Equatable, Sendable {
-    var url: URL
+package struct InputEntry: Equatable, Sendable {
+    package var url: URL
     /// Where it came from, for messages: `urls.txt:12` or `argument 3`.
-    var origin: String
+    package var origin: String
     /// `out=`: the file name wanted in the output folder (made safe later).
-    var out: String?
+    package var out: String?
     /// `dir=` (aria2's key): the folder inside the output folder the file goes to, as
     /// `sub/folder` (checked by ``InputFile/folder(_:)``); nil for the output folder itself.
-    var dir: String?
-    var priority: InputPriority = .normal
+    package var dir: String?
+    package var priority: InputPriority = .normal
     /// `sha256=`, `sha512=`, `sha1=` or `md5=`: the expected digest.
-    var checksum: Checksum?
+    package var checksum: Checksum?
     /// `header=` lines, in order.
-    var headers: [HeaderField] = []
+    package var headers: [HeaderField] = []
     /// `max-download-limit=` (aria2's key): this file's own receive rate, bytes per second,
     /// in place of `--limit-rate`.
-    var maxBytesPerSecond: Int64?
+    package var maxBytesPerSecond: Int64?
     /// Other URLs of the same file (mirrors), tried in order after `url` when it fails in a way
     /// another server could fix: the rest of a line of TAB-separated URLs, as aria2c's input
     /// file. Empty for a line of one URL (and always for a command-line argument).
-    var mirrors: [URL] = []
+    package var mirrors: [URL] = []
+
+    package init(url: URL, origin: String, out: String? = nil, priority: InputPriority = .normal, mirrors: [URL] = []) {
+        self.url = url
+        self.origin = origin
+        self.out = out
+        self.priority = priority
+        self.mirrors = mirrors
+    }
 
     /// `url` then its mirrors.
-    var urls: [URL] { [url] + mirrors }
+    package var urls: [URL] { [url] + mirrors }
 }
 
 /// The input file format:
@@ -103,14 +121,14 @@ struct InputEntry: Equatable, Sendable {
 /// A URL line may hold several URLs separated by tabs: mirrors of one file, the first naming
 /// it (unless `out=` does); the option lines below apply to all of them. A line that starts with a space or a tab belongs to the URL above it. Blank lines and lines
 /// whose first non-blank character is `#` are skipped. Parsing is pure: no I/O.
-enum InputFile {
-    static let keys = ["out", "dir", "priority", "sha256", "sha512", "sha1", "md5", "checksum", "header", "max-download-limit"]
+package enum InputFile {
+    package static let keys = ["out", "dir", "priority", "sha256", "sha512", "sha1", "md5", "checksum", "header", "max-download-limit"]
     /// The most URLs one line may hold (a URL and its mirrors).
-    static let maxMirrors = 64
+    package static let maxMirrors = 64
 
     /// Parses a whole file (already read). `origin` names it in the entries (`urls.txt`).
     /// Throws the first bad line; ``parseAll(_:origin:)`` reports every one.
-    static func parse(_ data: Data, origin: String) throws(InputFileError) -> [InputEntry] {
+    package static func parse(_ data: Data, origin: String) throws(InputFileError) -> [InputEntry] {
         let (entries, problems) = parseAll(data, origin: origin)
         if let first = problems.first { throw first }
         return entries
@@ -118,7 +136,7 @@ enum InputFile {
 
     /// Parses a whole file (already read): the entries of its good lines, and every bad line
     /// (a URL line that is bad takes its option lines with it, unchecked).
-    static func parseAll(_ data: Data, origin: String) -> (entries: [InputEntry], problems: [InputFileError]) {
+    package static func parseAll(_ data: Data, origin: String) -> (entries: [InputEntry], problems: [InputFileError]) {
         var problems: [InputFileError] = []
         /// Set after a bad URL line: its option lines belong to it and are skipped.
         var skippingOptions = false
@@ -241,7 +259,7 @@ enum InputFile {
     /// A `dir=` value: a folder inside the output folder, its components joined by `/` (nil for
     /// `.`, the output folder). Never absolute, never `..`, no control character, no component
     /// that starts with `.` or `-`: a file name made safe could not hold it either.
-    static func folder(_ value: String) throws(InputProblem) -> String? {
+    package static func folder(_ value: String) throws(InputProblem) -> String? {
         guard !value.isEmpty else { throw InputProblem("dir= needs a folder, as sub/folder") }
         guard !value.hasPrefix("/") && !value.hasPrefix("~") else {
             throw InputProblem("dir= takes a folder inside the output folder, as sub/folder, not \(quoted(value)): every download stays inside it")
@@ -262,7 +280,7 @@ enum InputFile {
 
     /// aria2's `checksum=` value `sha-256=HEX`: the algorithm's name as ``DigestAlgorithm``
     /// spells it (dashes dropped, lower case) and the digits.
-    static func splitChecksum(_ value: String) throws(InputProblem) -> (String, String) {
+    package static func splitChecksum(_ value: String) throws(InputProblem) -> (String, String) {
         guard let equals = value.firstIndex(of: "=") else {
             throw InputProblem("checksum= takes ALGORITHM=HEX (as aria2's checksum=sha-256=…), not \(quoted(value))")
         }
@@ -271,7 +289,7 @@ enum InputFile {
     }
 
     /// The digest's hexadecimal digits (64 for sha256), returned in lowercase.
-    static func parseDigest(_ value: String, _ algorithm: DigestAlgorithm) throws(InputProblem) -> String {
+    package static func parseDigest(_ value: String, _ algorithm: DigestAlgorithm) throws(InputProblem) -> String {
         let length = algorithm.hexLength
         guard value.utf8.count == length, value.unicodeScalars.allSatisfy(\.properties.isASCIIHexDigit) else {
             throw InputProblem("\(algorithm.rawValue)= needs \(length) hexadecimal digits, not \(quoted(value))")
@@ -281,7 +299,7 @@ enum InputFile {
 
     /// An absolute http or https URL with a host, written without spaces or control
     /// characters (percent-encode them).
-    static func validateURL(_ text: String) -> Result<URL, InputProblem> {
+    package static func validateURL(_ text: String) -> Result<URL, InputProblem> {
         if text.utf8.count > maxURLBytes {
             return .failure(InputProblem("the URL is longer than \(maxURLBytes / 1024) KiB: \(quoted(text))"))
         }
@@ -308,7 +326,7 @@ enum InputFile {
 
     /// For a host and path typed without a scheme (`example.org/a.iso`, `localhost:8080/x`): the
     /// URL meant, as a hint (curl guesses http; curlq does not guess, and says what to type).
-    static func schemeHint(_ text: String) -> String {
+    package static func schemeHint(_ text: String) -> String {
         guard !text.contains("://"), !text.hasPrefix("/") else { return "" }
         let authority = text.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         let host = authority.split(separator: ":", maxSplits: 1).first ?? ""
@@ -322,11 +340,11 @@ enum InputFile {
 
     /// The longest URL taken, in bytes: far past any server's limit (8 KiB is common), and
     /// short enough for libcurl, which refuses a URL of some megabytes only once it runs.
-    static let maxURLBytes = 64 * 1024
+    package static let maxURLBytes = 64 * 1024
 }
 
 /// `text` in single quotes, with control characters escaped, for messages.
-func quoted(_ text: some StringProtocol) -> String {
+package func quoted(_ text: some StringProtocol) -> String {
     var result = "'"
     for scalar in text.unicodeScalars.prefix(200) {
         if scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) {
@@ -344,8 +362,13 @@ func quoted(_ text: some StringProtocol) -> String {
 /// The transfer computes it as the bytes are written (``Request/fileDigests``, with OpenSSL's
 /// libcrypto); only a file whose first bytes were not written by this transfer (a resumed
 /// `.part`, a file already there) is hashed from disk.
-struct Checksum: Equatable, Sendable {
-    var algorithm: DigestAlgorithm
+package struct Checksum: Equatable, Sendable {
+    package var algorithm: DigestAlgorithm
     /// Lowercase hex.
-    var hex: String
+    package var hex: String
+
+    package init(algorithm: DigestAlgorithm, hex: String) {
+        self.algorithm = algorithm
+        self.hex = hex
+    }
 }

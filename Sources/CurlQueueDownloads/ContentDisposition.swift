@@ -7,13 +7,13 @@ import Foundation
 /// A pure function of the header's text, for any text: never a crash, never a name with a path
 /// separator, a `.`/`..`, a leading dot, a control character or more than
 /// ``SafeFileName/maxBytes`` bytes (FuzzContentDisposition checks this).
-enum ContentDisposition {
+package enum ContentDisposition {
     /// The safe base name the header proposes, or nil when it proposes none that is usable
     /// (no `filename`, an empty one, only `.`, `..` or separators): the URL's name stays.
     ///
     /// Only the base name counts: `../../etc/passwd` and `/etc/passwd` give `passwd`, and
     /// `C:\x\y.txt` gives `y.txt`. Whatever is left is then made safe by ``SafeFileName/sanitizedName(_:)``.
-    static func safeName(_ value: String?) -> String? {
+    package static func safeName(_ value: String?) -> String? {
         guard let value, let raw = fileName(value) else { return nil }
         let scalars = raw.unicodeScalars  // not characters: a combining mark may follow the `/`
         let base = scalars.lastIndex(where: { $0 == "/" || $0 == "\\" }).map { scalars[scalars.index(after: $0)...] } ?? scalars[...]
@@ -26,7 +26,7 @@ enum ContentDisposition {
     /// there, as RFC 6266 says). The disposition type does not matter (curl's `-J` and a
     /// browser's "save as" take the name of an `inline` response too). Parameter names are
     /// case-insensitive; of a repeated one, the first counts. Nil when there is none.
-    static func fileName(_ value: String) -> String? {
+    package static func fileName(_ value: String) -> String? {
         var plain: String?
         var extended: String?
         for (name, parameter) in parameters(Array(value.utf8)) {
@@ -45,7 +45,7 @@ enum ContentDisposition {
     /// The `name=value` parameters after the disposition type, names lowercased, values
     /// unquoted. Lenient: a segment without `=` is skipped, a quoted string without its closing
     /// quote runs to the end, and an unquoted value runs to the next `;` (spaces and all).
-    static func parameters(_ bytes: [UInt8]) -> [(name: String, value: [UInt8])] {
+    package static func parameters(_ bytes: [UInt8]) -> [(name: String, value: [UInt8])] {
         let semicolon = UInt8(ascii: ";"), equals = UInt8(ascii: "="), quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
         var result: [(name: String, value: [UInt8])] = []
@@ -86,7 +86,7 @@ enum ContentDisposition {
 
     /// RFC 8187's `charset'language'percent-encoded`: UTF-8 (valid, else nil) or ISO-8859-1;
     /// any other charset is nil, so that `filename` is used instead.
-    static func decodeExtended(_ value: [UInt8]) -> String? {
+    package static func decodeExtended(_ value: [UInt8]) -> String? {
         let apostrophe = UInt8(ascii: "'")
         guard let first = value.firstIndex(of: apostrophe),
               let second = value[(first + 1)...].firstIndex(of: apostrophe) else { return nil }

@@ -1,24 +1,24 @@
 import CurlQueue
-import Foundation
+package import Foundation
 
 /// Turns whatever a URL or an `out=` line says into a plain file name that stays inside the
 /// output folder: no `/` (nor `\`), no `.` or `..` component, no leading `.` or `-`, no run of dots,
 /// no control or invisible formatting characters, at most ``maxBytes`` bytes of UTF-8, and
 /// `index.html` when nothing is left.
-enum SafeFileName {
+package enum SafeFileName {
     /// Leaves room under Linux's 255-byte NAME_MAX for `.part`, `.unverified` and `.N`.
-    static let maxBytes = 200
-    static let fallback = "index.html"
+    package static let maxBytes = 200
+    package static let fallback = "index.html"
 
     /// The name for a URL: its last path segment as given (not after redirects),
     /// percent-decoded, then made safe. The query and fragment play no part.
-    static func from(url: URL) -> String {
+    package static func from(url: URL) -> String {
         let path = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? url.path
         return sanitize(TextEscaping.percentDecoded(lastSegment(ofPercentEncodedPath: path)))
     }
 
     /// The text after the last `/` of a still percent-encoded path (so `%2F` does not split).
-    static func lastSegment(ofPercentEncodedPath path: String) -> Substring {
+    package static func lastSegment(ofPercentEncodedPath path: String) -> Substring {
         guard let slash = path.lastIndex(of: "/") else { return path[...] }
         return path[path.index(after: slash)...]
     }
@@ -26,12 +26,12 @@ enum SafeFileName {
     ///
     /// `../../etc/passwd` becomes `etc_passwd`: the path is split at `/` and `\`, the empty,
     /// `.` and `..` components are dropped and the rest joined with `_`.
-    static func sanitize(_ raw: String) -> String {
+    package static func sanitize(_ raw: String) -> String {
         sanitizedName(raw) ?? fallback
     }
 
     /// As ``sanitize(_:)``, but nil where that gives ``fallback``: nothing usable was left.
-    static func sanitizedName(_ raw: String) -> String? {
+    package static func sanitizedName(_ raw: String) -> String? {
         var cleaned = String.UnicodeScalarView()
         for scalar in raw.unicodeScalars {
             switch scalar.properties.generalCategory {
@@ -76,7 +76,7 @@ enum SafeFileName {
     /// character boundary, except inside a character longer than what is left (a letter with
     /// hundreds of combining marks), which is cut between its scalars: the stem is never empty,
     /// so the name never becomes its extension alone (a hidden file).
-    static func truncated(_ name: String) -> String {
+    package static func truncated(_ name: String) -> String {
         guard name.utf8.count > maxBytes else { return name }
         var suffix = ""
         if let dot = name.lastIndex(of: "."), dot != name.startIndex, name[dot...].utf8.count <= 16 {
@@ -106,19 +106,21 @@ enum SafeFileName {
 
 /// Hands out the names of one batch so that no two files, nor their `.part` and
 /// verification files, collide: the second `a.bin` becomes `a.bin.1`, the third `a.bin.2`.
-struct NameAllocator {
+package struct NameAllocator {
     private var used: Set<String> = []
 
+    package init() {}
+
     /// The suffix of a download waiting for its sha256 check (see ``Job``).
-    static let unverifiedSuffix = ".unverified"
+    package static let unverifiedSuffix = ".unverified"
 
     /// The files a download named `name` may create in the output folder.
-    static func files(for name: String) -> [String] {
+    package static func files(for name: String) -> [String] {
         [name, name + ".part", name + unverifiedSuffix, name + unverifiedSuffix + ".part"]
     }
 
     /// Returns `name`, or `name.N` with the smallest N that is still free, and takes it.
-    mutating func claim(_ name: String) -> String {
+    package mutating func claim(_ name: String) -> String {
         var candidate = name
         var number = 0
         while Self.files(for: candidate).contains(where: used.contains) {

@@ -1,1 +1,0 @@
-../../../Sources/curlq/SafeFileName.swift

@@ -1,1 +1,0 @@
-../../../Sources/CurlQueue/Support/TextEscaping.swift

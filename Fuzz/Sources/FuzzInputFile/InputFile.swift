@@ -1,1 +1,0 @@
-../../../Sources/curlq/InputFile.swift

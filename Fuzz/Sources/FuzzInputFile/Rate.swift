@@ -1,1 +1,0 @@
-../../../Sources/curlq/Rate.swift
