@@ -43,6 +43,8 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
 /// libpq's API blocks, which is why it never runs on Swift's cooperative pool.
 final class PGConnection {
     private let handle: OpaquePointer
+    /// The result columns of each statement, by its text (names read once per connection).
+    private var resultColumns: [String: PGColumns] = [:]
 
     /// Connects; `conninfo` is a URL (`postgres://user@host:port/db`) or key=value pairs.
     init(conninfo: String, connectTimeout: Int = 5) throws(PostgresStoreError) {
@@ -151,9 +153,7 @@ final class PGConnection {
         }
         let rows = Int(PQntuples(result)), count = Int(PQnfields(result))
         guard rows > 0 else { return [] }
-        let columns = PGColumns(sql: sql, names: (0..<count).map { column in
-            PQfname(result, Int32(column)).map { String(cString: $0) } ?? ""
-        })
+        let columns = self.columns(of: result, count: count, sql: sql)
         var out: [PGRow] = []
         out.reserveCapacity(rows)
         for row in 0..<rows {
@@ -172,6 +172,16 @@ final class PGConnection {
             out.append(PGRow(values: values, columns: columns))
         }
         return out
+    }
+
+    /// The result's columns by name (`PQfname`), read once per statement text.
+    private func columns(of result: OpaquePointer, count: Int, sql: String) -> PGColumns {
+        if let known = resultColumns[sql], known.names.count == count { return known }
+        let columns = PGColumns(sql: sql, names: (0..<count).map { column in
+            PQfname(result, Int32(column)).map { String(cString: $0) } ?? ""
+        })
+        resultColumns[sql] = columns
+        return columns
     }
 
     /// Reads what the server sent and returns the notifications among it.
