@@ -111,8 +111,9 @@ public enum JobSpecError: Error, Sendable, Hashable, CustomStringConvertible {
     /// which a store keeps in a column of its own and PostgreSQL's text cannot hold.
     case nulCharacter(String)
 
-    /// Throws ``nulCharacter(_:)`` for a queue name with a NUL character, which no store keeps.
-    public static func checkQueueName(_ name: String) throws(JobSpecError) {
+    /// Throws ``nulCharacter(_:)`` for a queue name with a NUL character, which no store keeps
+    /// (for the stores of this package, at enqueue).
+    package static func checkQueueName(_ name: String) throws(JobSpecError) {
         if name.utf8.contains(0) { throw .nulCharacter("queue name") }
     }
 
