@@ -10,7 +10,10 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
         /// The server could not be reached, or the connection broke (the statement's outcome may
         /// be unknown: it may have committed). The store reconnects, with backoff, on the next call.
         case unavailable
-        /// The server refused the statement (`sqlState` says why).
+        /// The server refused the statement (`sqlState` says why), or its result could not be
+        /// read (no `sqlState`: a column missing or of another type than the store expects).
+        /// A text value with a NUL character is refused before it is sent, with `sqlState`
+        /// 22021, as the server refuses one.
         case server
         /// The URL (or `key=value` string) is malformed: nothing was tried. Trying again
         /// cannot help.
@@ -22,12 +25,17 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
     public var sqlState: String?
     /// libpq's or the server's message.
     public var message: String
+    /// The statement that failed, as written in the store (its parameters, which may hold
+    /// secrets, are never part of it); `nil` when the error is not a statement's (a connect).
+    public var sql: String?
     public var description: String {
-        switch kind {
-        case .unavailable: "PostgreSQL unavailable: \(message)"
-        case .server: "PostgreSQL error \(sqlState ?? "?"): \(message)"
-        case .invalidURL: "invalid PostgreSQL URL: \(message)"
-        }
+        let text =
+            switch kind {
+            case .unavailable: "PostgreSQL unavailable: \(message)"
+            case .server: "PostgreSQL error \(sqlState ?? "?"): \(message)"
+            case .invalidURL: "invalid PostgreSQL URL: \(message)"
+            }
+        return text + (sql.map { " (in: \($0.split(whereSeparator: \.isWhitespace).joined(separator: " ")))" } ?? "")
     }
 }
 
@@ -35,6 +43,8 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
 /// libpq's API blocks, which is why it never runs on Swift's cooperative pool.
 final class PGConnection {
     private let handle: OpaquePointer
+    /// The result columns of each statement, by its text (names read once per connection).
+    private var resultColumns: [String: PGColumns] = [:]
 
     /// Connects; `conninfo` is a URL (`postgres://user@host:port/db`) or key=value pairs.
     init(conninfo: String, connectTimeout: Int = 5) throws(PostgresStoreError) {
@@ -107,13 +117,20 @@ final class PGConnection {
     var socket: Int32 { PQsocket(handle) }
 
     /// Runs one statement (or, without parameters, several separated by `;`) and returns its
-    /// rows as text. `nil` is SQL NULL, both ways.
+    /// rows, in text form, read by column name. `nil` is SQL NULL, both ways. A parameter with
+    /// a NUL character is refused (`.server`, SQLSTATE 22021) before anything is sent: libpq
+    /// would end it there, and PostgreSQL's text cannot hold one.
     @discardableResult
-    func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresStoreError) -> [[String?]] {
+    func query(_ sql: String, _ parameters: [String?] = []) throws(PostgresStoreError) -> [PGRow] {
         let result: OpaquePointer?
         if parameters.isEmpty {
             result = PQexec(handle, sql)
         } else {
+            if let position = parameters.firstIndex(where: { $0?.utf8.contains(0) == true }) {
+                throw PostgresStoreError(
+                    kind: .server, sqlState: "22021",
+                    message: "parameter $\(position + 1) holds a NUL character, which PostgreSQL's text cannot hold", sql: sql)
+            }
             let copies: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }
             defer { copies.forEach { free($0) } }
             result = copies.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
@@ -121,7 +138,7 @@ final class PGConnection {
             }
         }
         guard let result else {
-            throw PostgresStoreError(kind: isBroken ? .unavailable : .server, message: Self.errorMessage(handle))
+            throw PostgresStoreError(kind: isBroken ? .unavailable : .server, message: Self.errorMessage(handle), sql: sql)
         }
         defer { PQclear(result) }
         let status = PQresultStatus(result)
@@ -132,24 +149,39 @@ final class PGConnection {
             // class 57P (admin shutdown, crash shutdown) and 08 (connection exception) too.
             let lost = isBroken || state == nil || state!.hasPrefix("57P") || state!.hasPrefix("08")
             throw PostgresStoreError(kind: lost ? .unavailable : .server, sqlState: state,
-                                     message: message.trimmingTrailingWhitespace())
+                                     message: message.trimmingTrailingWhitespace(), sql: sql)
         }
-        let rows = Int(PQntuples(result)), columns = Int(PQnfields(result))
-        var out: [[String?]] = []
+        let rows = Int(PQntuples(result)), count = Int(PQnfields(result))
+        guard rows > 0 else { return [] }
+        let columns = self.columns(of: result, count: count, sql: sql)
+        var out: [PGRow] = []
         out.reserveCapacity(rows)
         for row in 0..<rows {
             var values: [String?] = []
-            values.reserveCapacity(columns)
-            for column in 0..<columns {
+            values.reserveCapacity(count)
+            for column in 0..<count {
                 if PQgetisnull(result, Int32(row), Int32(column)) != 0 {
                     values.append(nil)
                 } else {
-                    values.append(String(cString: PQgetvalue(result, Int32(row), Int32(column))))
+                    // All of its bytes (PQgetlength), not up to a first NUL.
+                    let length = Int(PQgetlength(result, Int32(row), Int32(column)))
+                    let bytes = UnsafeRawBufferPointer(start: PQgetvalue(result, Int32(row), Int32(column)), count: length)
+                    values.append(String(decoding: bytes, as: UTF8.self))
                 }
             }
-            out.append(values)
+            out.append(PGRow(values: values, columns: columns))
         }
         return out
+    }
+
+    /// The result's columns by name (`PQfname`), read once per statement text.
+    private func columns(of result: OpaquePointer, count: Int, sql: String) -> PGColumns {
+        if let known = resultColumns[sql], known.names.count == count { return known }
+        let columns = PGColumns(sql: sql, names: (0..<count).map { column in
+            PQfname(result, Int32(column)).map { String(cString: $0) } ?? ""
+        })
+        resultColumns[sql] = columns
+        return columns
     }
 
     /// Reads what the server sent and returns the notifications among it.

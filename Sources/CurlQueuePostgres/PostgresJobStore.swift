@@ -106,6 +106,7 @@ public final class PostgresJobStore: JobStore {
 
     public func enqueue(_ specs: [JobSpec], queue: String, order: JobOrder) async throws -> [EnqueueResult] {
         let limits = configuration.limits
+        try JobSpecError.checkQueueName(queue)
         let rows: [(spec: JobSpec, json: String)] = try specs.map { spec in
             let checked = try spec.validated(limits: limits)
             return (checked, try Self.encode(checked))
@@ -121,20 +122,23 @@ public final class PostgresJobStore: JobStore {
                 if spec.duplicates != .allow {
                     try connection.query(SQL.lockKey, [queue, key])
                     if spec.duplicates == .skipIfPending,
-                        let existing = try connection.query(SQL.existing, [queue, key]).first?[0].flatMap({ Int64($0) }) {
+                        let existing = try connection.query(SQL.existing, [queue, key]).first?.decode("id", as: JobID.self) {
                         results.append(.skipped(existing: existing))
                         continue
                     }
                     if spec.duplicates == .replaceEarlier {
                         replaced = try connection.query(SQL.cancel, [queue, key, nil, "replaced by a newer equal job"])
-                            .compactMap { $0[0].flatMap { Int64($0) } }.sorted()
+                            .map { (row) throws(PostgresStoreError) in try row.decode("id", as: JobID.self) }.sorted()
                     }
                 }
                 let delay = spec.runAt.map { String($0.timeIntervalSinceNow) }
-                let id = try connection.query(SQL.insert, [
+                let insertedRows = try connection.query(SQL.insert, [
                     queue, spec.kind, String(spec.priority.rawValue), sign, String(max(1, spec.retry.maxAttempts)),
                     key, json, delay, spec.isRescuable ? "true" : "false",
-                ])[0][0].flatMap { Int64($0) } ?? 0
+                ])
+                guard let id = try insertedRows.first?.decode("id", as: JobID.self) else {
+                    throw PostgresStoreError(kind: .server, message: "the insert returned no id", sql: SQL.insert)
+                }
                 results.append(.inserted(id, replaced: replaced))
                 inserted = true
             }
@@ -155,7 +159,7 @@ public final class PostgresJobStore: JobStore {
     public func claim(queue: String, kinds: Set<String>, limit: Int, worker: WorkerInfo.ID) async throws -> [ClaimedJob] {
         guard limit > 0, !kinds.isEmpty else { return [] }
         let kindList = PGArray.text(kinds.sorted())
-        let rows = try await lane.transaction { (connection) throws(PostgresStoreError) -> [[String?]] in
+        let rows = try await lane.transaction { (connection) throws(PostgresStoreError) -> [PGRow] in
             _ = try connection.query(SQL.promote, [queue])
             var rows = try connection.query(SQL.claimUnhandled, [queue, kindList, String(limit), worker])
             if rows.count < limit {
@@ -164,10 +168,11 @@ public final class PostgresJobStore: JobStore {
             return rows
         }
         let claimed = try rows.map { row in
-            let record = try Self.record(row)
-            let job = ClaimedJob(lease: Lease(job: record.id, token: row[14].flatMap { Int64($0) } ?? 0), record: record,
-                                 recorded: record.state.isFinal ? record.outcome : nil)
-            return (job: job, orderKey: row[15].flatMap { Int64($0) } ?? 0)
+            let job = try PostgresJobRow(row)
+            let record = job.record
+            return (job: ClaimedJob(lease: Lease(job: record.id, token: job.leaseToken), record: record,
+                                    recorded: record.state.isFinal ? record.outcome : nil),
+                    orderKey: try row.decode("order_key", as: Int64.self))
         }
         // UPDATE … RETURNING has no order: the claim's is restored here. Handler jobs first,
         // then priority (high first), then the order key.
@@ -187,11 +192,12 @@ public final class PostgresJobStore: JobStore {
         let ids = PGArray.text(checkpoints.keys.map { String($0) })
         let values = PGArray.text(try checkpoints.values.map { try Self.encode($0) })
         let ttl = String(configuration.workerTTL)
-        let row = try await heartbeatLane.run { (connection) throws(PostgresStoreError) -> [String?] in
-            try connection.query(SQL.heartbeat, [worker, ttl, ids, values])[0]
+        let row = try await heartbeatLane.run { (connection) throws(PostgresStoreError) -> PGRow? in
+            try connection.query(SQL.heartbeat, [worker, ttl, ids, values]).first
         }
-        guard row[0] == "1" else { return .declaredDead }
-        return .alive(held: Set(PGArray.int64(row[1])), cancelRequested: Set(PGArray.int64(row[2])))
+        guard let row, try row.decode("alive", as: Int.self) == 1 else { return .declaredDead }
+        return .alive(held: Set(PGArray.int64(try row.decode("held", as: String?.self))),
+                      cancelRequested: Set(PGArray.int64(try row.decode("cancel_requested", as: String?.self))))
     }
 
     public func finish(_ lease: Lease, _ outcome: JobOutcome) async throws -> Bool {
@@ -202,14 +208,14 @@ public final class PostgresJobStore: JobStore {
         case .completed:
             (statement, parameters) = (SQL.finish, [id, token, "completed", json, nil])
         case .failed(let reason, _):
-            (statement, parameters) = (SQL.finish, [id, token, "failed", json, reason])
+            (statement, parameters) = (SQL.finish, [id, token, "failed", json, Self.lastError(reason)])
         case .cancelled(let reason):
-            (statement, parameters) = (SQL.finish, [id, token, "cancelled", json, reason])
+            (statement, parameters) = (SQL.finish, [id, token, "cancelled", json, Self.lastError(reason)])
         case .retry(let reason, let at, let kind):
             // The date becomes a delay from the database's now(): the worker's clock only
             // measures the backoff, it never places it.
             let failed = try Self.encode(JobOutcome.failed(reason: reason, kind: kind))
-            (statement, parameters) = (SQL.retry, [id, token, reason, String(at.timeIntervalSinceNow), failed])
+            (statement, parameters) = (SQL.retry, [id, token, Self.lastError(reason), String(at.timeIntervalSinceNow), failed])
         }
         return try await fenced(statement, parameters, check: SQL.wroteWithToken, id: id, token: token)
     }
@@ -230,7 +236,7 @@ public final class PostgresJobStore: JobStore {
         let outcome = await lane.result { (connection) throws(PostgresStoreError) -> Bool in
             if try !connection.query(statement, parameters).isEmpty { return true }
             guard retried else { return false }
-            return try connection.query(check, [id, token]).first?[0] == "t"
+            return try connection.query(check, [id, token]).first?.decode("moved_on", as: Bool.self) == true
         }
         switch outcome {
         case .success(let written):
@@ -246,7 +252,8 @@ public final class PostgresJobStore: JobStore {
         guard !leases.isEmpty else { return }
         let ids = PGArray.text(leases.map { String($0.job) }), tokens = PGArray.text(leases.map { String($0.token) })
         try await lane.transaction { (connection) throws(PostgresStoreError) in
-            let queues = Set(try connection.query(SQL.release, [ids, tokens, Self.rescueOutcomes.notRepeatable, JobOutcome.mayHaveBeenSentReason]).compactMap { $0[0] })
+            let queues = Set(try connection.query(SQL.release, [ids, tokens, Self.rescueOutcomes.notRepeatable, JobOutcome.mayHaveBeenSentReason])
+                .map { (row) throws(PostgresStoreError) in try row.decode("queue", as: String.self) })
             for queue in queues { try connection.query(SQL.notify, [queue]) }
         }
     }
@@ -255,7 +262,8 @@ public final class PostgresJobStore: JobStore {
         guard !jobs.isEmpty else { return }
         let ids = PGArray.text(jobs.sorted().map { String($0) })
         try await lane.transaction { (connection) throws(PostgresStoreError) in
-            let queues = Set(try connection.query(SQL.releaseHeld, [ids, worker]).compactMap { $0[0] })
+            let queues = Set(try connection.query(SQL.releaseHeld, [ids, worker])
+                .map { (row) throws(PostgresStoreError) in try row.decode("queue", as: String.self) })
             for queue in queues { try connection.query(SQL.notify, [queue]) }
         }
     }
@@ -277,13 +285,13 @@ public final class PostgresJobStore: JobStore {
         case .key(let key, let queue): parameters = [queue, key, nil, "cancelled"]
         case .queue(let queue): parameters = [queue, nil, nil, "cancelled"]
         }
-        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [[String?]] in
+        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [PGRow] in
             try connection.query(SQL.cancel, parameters)
         }
         var result = CancelResult()
         for row in rows {
-            guard let id = row[0].flatMap({ Int64($0) }) else { continue }
-            if row[1] == "cancelled" { result.cancelled.append(id) } else { result.requested.append(id) }
+            let id = try row.decode("id", as: JobID.self)
+            if try row.decode("result", as: String.self) == "cancelled" { result.cancelled.append(id) } else { result.requested.append(id) }
         }
         result.cancelled.sort()
         result.requested.sort()
@@ -299,10 +307,10 @@ public final class PostgresJobStore: JobStore {
 
     public func removeFinished(_ ids: Set<JobID>?, queue: String) async throws -> [JobID] {
         let parameters: [String?] = [queue, ids.map { PGArray.text($0.map { String($0) }) }]
-        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [[String?]] in
+        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [PGRow] in
             try connection.query(SQL.removeFinished, parameters)
         }
-        return rows.compactMap { $0[0].flatMap { Int64($0) } }.sorted()
+        return try rows.map { try $0.decode("id", as: JobID.self) }.sorted()
     }
 
     public func jobs(_ filter: JobFilter) async throws -> [JobRecord] {
@@ -310,35 +318,34 @@ public final class PostgresJobStore: JobStore {
             filter.queue, filter.states.map { PGArray.text($0.map(\.rawValue).sorted()) },
             filter.ids.map { PGArray.text($0.map { String($0) }) }, String(max(0, filter.limit)),
         ]
-        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [[String?]] in
+        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [PGRow] in
             try connection.query(SQL.jobs, parameters)
         }
-        return try rows.map(Self.record)
+        return try rows.map { try PostgresJobRow($0).record }
     }
 
     public func counts(queue: String?) async throws -> [JobState: Int] {
-        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [[String?]] in
+        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [PGRow] in
             try connection.query(SQL.counts, [queue])
         }
         var counts: [JobState: Int] = [:]
         for row in rows {
-            if let state = row[0].flatMap(JobState.init(rawValue:)), let n = row[1].flatMap({ Int($0) }) { counts[state] = n }
+            if let state = JobState(rawValue: try row.decode("state")) { counts[state] = try row.decode("count") }
         }
         return counts
     }
 
     public func health(queue: String) async throws -> StoreHealth {
-        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [[String?]] in
+        let rows = try await lane.run { (connection) throws(PostgresStoreError) -> [PGRow] in
             try connection.query(SQL.health, [queue])
         }
-        func date(_ text: String?) -> Date? {
-            text.flatMap { Int64($0) }.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+        guard let row = rows.first else {
+            throw PostgresStoreError(kind: .server, message: "the health query returned no row", sql: SQL.health)
         }
-        let row = rows.first ?? []
         return StoreHealth(
-            oldestAvailableSince: row.count > 0 ? date(row[0]) : nil,
-            workersAlive: row.count > 1 ? row[1].flatMap { Int($0) } ?? 0 : 0,
-            now: (row.count > 2 ? date(row[2]) : nil) ?? Date())
+            oldestAvailableSince: try row.decode("oldest_available", as: Int64?.self).map(date),
+            workersAlive: try row.decode("workers_alive"), now: date(try row.decode("now")))
     }
 
     // MARK: - Maintenance
@@ -349,7 +356,8 @@ public final class PostgresJobStore: JobStore {
         let retention = [String(configuration.completedRetention), String(configuration.failedRetention)]
         return try await lane.run { (connection) throws(PostgresStoreError) -> MaintenanceReport in
             var report = MaintenanceReport()
-            let promoted = try connection.query(SQL.promote, [nil]).compactMap { $0[0] }
+            let promoted = try connection.query(SQL.promote, [nil])
+                .map { (row) throws(PostgresStoreError) in try row.decode("queue", as: String.self) }
             report.promoted = promoted.count
             let rescue = try Self.rescue(connection)
             report.rescued = rescue.rescued
@@ -357,7 +365,8 @@ public final class PostgresJobStore: JobStore {
             report.handlerFailed = rescue.handlerFailed
             report.deadWorkers = rescue.deadWorkers
             for queue in Set(promoted + rescue.queues) { try connection.query(SQL.notify, [queue]) }
-            if try connection.query("SELECT pg_try_advisory_lock(hashtext('curlqueue.prune'))")[0][0] == "t" {
+            if try connection.query("SELECT pg_try_advisory_lock(hashtext('curlqueue.prune')) AS locked").first?
+                .decode("locked", as: Bool.self) == true {
                 defer { _ = try? connection.query("SELECT pg_advisory_unlock(hashtext('curlqueue.prune'))") }
                 report.pruned = try connection.query(SQL.prune, retention).count
                 try connection.query(SQL.pruneWorkers)
@@ -377,9 +386,20 @@ public final class PostgresJobStore: JobStore {
         -> (rescued: Int, failed: Int, handlerFailed: Int, deadWorkers: [String], queues: [String]) {
         let rows = try connection.query(SQL.rescue, [rescueOutcomes.spent, rescueOutcomes.notRepeatable,
                                                      rescueOutcomes.handlerFailed, JobOutcome.handlerFailedReason])
-        let running = rows.filter { $0[1] == "running" }
-        return (running.filter { $0[2] == "available" }.count, running.filter { $0[2] == "failed" }.count,
-                rows.filter { $0[5] == "t" }.count, Set(rows.compactMap { $0[3] }).sorted(), rows.compactMap { $0[4] })
+        var result = (rescued: 0, failed: 0, handlerFailed: 0, deadWorkers: Set<String>(), queues: [String]())
+        for row in rows {
+            if try row.decode("state_before", as: String.self) == "running" {
+                switch try row.decode("state_after", as: String.self) {
+                case "available": result.rescued += 1
+                case "failed": result.failed += 1
+                default: break
+                }
+            }
+            if try row.decode("handler_spent", as: Bool.self) { result.handlerFailed += 1 }
+            result.deadWorkers.insert(try row.decode("lease_owner"))
+            result.queues.append(try row.decode("queue"))
+        }
+        return (result.rescued, result.failed, result.handlerFailed, result.deadWorkers.sorted(), result.queues)
     }
 
     // MARK: - Wakeups
@@ -413,22 +433,10 @@ public final class PostgresJobStore: JobStore {
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
-    private static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
-        guard let text else { return nil }
-        return try JSONDecoder().decode(type, from: Data(text.utf8))
-    }
-
-    /// A row of `SQL.columns()`.
-    static func record(_ row: [String?]) throws -> JobRecord {
-        func date(_ text: String?) -> Date? { text.flatMap(Double.init).map { Date(timeIntervalSince1970: $0) } }
-        guard let id = row[0].flatMap({ Int64($0) }), let queue = row[1], let spec = try decode(JobSpec.self, row[2]),
-            let state = row[3].flatMap(JobState.init(rawValue:))
-        else { throw PostgresStoreError(kind: .server, message: "a job row the store cannot read") }
-        return JobRecord(
-            id: id, queue: queue, spec: spec, state: state, attempt: row[4].flatMap { Int($0) } ?? 0,
-            runAt: date(row[5]) ?? Date(), createdAt: date(row[6]) ?? Date(), finalizedAt: date(row[7]),
-            worker: row[8], lastError: row[9], outcome: try decode(JobOutcome.self, row[10]), handled: row[11] == "t",
-            checkpoint: try decode(Checkpoint.self, row[12]), cancelRequested: row[13] == "t")
+    /// A reason as the `last_error` column keeps it: a NUL character, which PostgreSQL's text
+    /// cannot hold, becomes U+FFFD there (the outcome, JSON, keeps the reason exactly).
+    static func lastError(_ reason: String) -> String {
+        reason.utf8.contains(0) ? reason.replacingOccurrences(of: "\0", with: "\u{FFFD}") : reason
     }
 }
 

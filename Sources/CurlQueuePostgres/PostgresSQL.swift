@@ -41,12 +41,13 @@ enum SQL {
         RETURNING \(columns(prefix: "j.")), j.order_key
         """
 
-    /// What `JobRecord` is made of, in this order (`PostgresJobStore.record(_:)`), then the token.
+    /// What `JobRecord` is made of, then the token: read by name (`PostgresJobRow`), in any order.
     static func columns(prefix p: String = "") -> String {
         """
-        \(p)id, \(p)queue, \(p)spec, \(p)state, \(p)attempt, extract(epoch from \(p)run_at), extract(epoch from \(p)created_at), \
-        extract(epoch from \(p)finalized_at), \(p)lease_owner, \(p)last_error, \(p)outcome, \(p)handled, \(p)checkpoint, \
-        \(p)cancel_requested_at IS NOT NULL, \(p)lease_token
+        \(p)id, \(p)queue, \(p)spec, \(p)state, \(p)attempt, extract(epoch from \(p)run_at) AS run_at, \
+        extract(epoch from \(p)created_at) AS created_at, extract(epoch from \(p)finalized_at) AS finalized_at, \(p)lease_owner, \
+        \(p)last_error, \(p)outcome, \(p)handled, \(p)checkpoint, \(p)cancel_requested_at IS NOT NULL AS cancel_requested, \
+        \(p)lease_token
         """
     }
 
@@ -72,7 +73,7 @@ enum SQL {
         """
 
     /// Cancels pending jobs, asks running ones to cancel. $1 queue (NULL: any), $2 key (NULL:
-    /// any), $3 id (NULL: any), $4 reason. Columns: id, 'cancelled' or 'requested'.
+    /// any), $3 id (NULL: any), $4 reason. Columns: id, result ('cancelled' or 'requested').
     static let cancel = """
         WITH pending AS (
           UPDATE cq_job SET state = 'cancelled', finalized_at = now(), handled = true, last_error = $4
@@ -84,7 +85,7 @@ enum SQL {
           WHERE state = 'running'
             AND ($1::text IS NULL OR queue = $1) AND ($2::text IS NULL OR dedup_key = $2) AND ($3::bigint IS NULL OR id = $3)
           RETURNING id)
-        SELECT id, 'cancelled' FROM pending UNION ALL SELECT id, 'requested' FROM running
+        SELECT id, 'cancelled' AS result FROM pending UNION ALL SELECT id, 'requested' FROM running
         """
 
     /// One wakeup per transaction and queue, never per row (a trigger per row would take the
@@ -109,10 +110,10 @@ enum SQL {
           UPDATE cq_job j SET checkpoint = c.cp
           FROM unnest($3::bigint[], $4::text[]) AS c(id, cp)
           WHERE j.id = c.id AND j.lease_owner = $1 AND j.state = 'running' AND EXISTS (SELECT 1 FROM me))
-        SELECT (SELECT count(*) FROM me),
-               array(SELECT id FROM cq_job WHERE lease_owner = $1 ORDER BY id),
+        SELECT (SELECT count(*) FROM me) AS alive,
+               array(SELECT id FROM cq_job WHERE lease_owner = $1 ORDER BY id) AS held,
                array(SELECT id FROM cq_job WHERE lease_owner = $1 AND state = 'running'
-                                             AND cancel_requested_at IS NOT NULL ORDER BY id)
+                                             AND cancel_requested_at IS NOT NULL ORDER BY id) AS cancel_requested
         """
 
     /// Fenced outcome. $1 id, $2 token, $3 final state, $4 outcome (JSON), $5 error text.
@@ -137,7 +138,7 @@ enum SQL {
     /// After a fenced write, retried because its connection broke, found no row: whether this
     /// token's own earlier write is what moved the job on. Only a fenced write leaves its token
     /// on a job it took out of `running`: a rescue and a release clear it, a claim replaces it.
-    static let wroteWithToken = "SELECT state <> 'running' FROM cq_job WHERE id = $1 AND lease_token = $2"
+    static let wroteWithToken = "SELECT state <> 'running' AS moved_on FROM cq_job WHERE id = $1 AND lease_token = $2"
 
     /// Fenced: the handler returned. $1 id, $2 token.
     static let markHandled = """
@@ -145,7 +146,7 @@ enum SQL {
         WHERE id = $1 AND lease_token = $2 AND state IN \(final) RETURNING id
         """
 
-    static let handledWithToken = "SELECT handled FROM cq_job WHERE id = $1 AND lease_token = $2"
+    static let handledWithToken = "SELECT handled AS moved_on FROM cq_job WHERE id = $1 AND lease_token = $2"
 
     /// Graceful stop: running jobs go back without spending an attempt (their checkpoint kept),
     /// or fail when they may not be repeated; held unhandled outcomes are left for another
@@ -214,7 +215,7 @@ enum SQL {
                               ELSE 'interrupted: its worker died' END,
           lease_owner  = NULL, lease_token = NULL
         FROM before b WHERE j.id = b.id AND j.lease_owner = b.lease_owner
-        RETURNING j.id, b.state, j.state, b.lease_owner, j.queue, b.handler_spent
+        RETURNING j.id, b.state AS state_before, j.state AS state_after, b.lease_owner, j.queue, b.handler_spent
         """
 
     /// Due scheduled jobs become available. $1 queue (NULL: every queue).
@@ -263,9 +264,10 @@ enum SQL {
         """
 
     static let health = """
-        SELECT (SELECT (extract(epoch FROM min(run_at)) * 1000)::bigint FROM cq_job WHERE queue = $1 AND state = 'available'),
-               (SELECT count(*) FROM cq_worker WHERE expires_at > now()),
-               (extract(epoch FROM now()) * 1000)::bigint
+        SELECT (SELECT (extract(epoch FROM min(run_at)) * 1000)::bigint FROM cq_job WHERE queue = $1 AND state = 'available')
+                 AS oldest_available,
+               (SELECT count(*) FROM cq_worker WHERE expires_at > now()) AS workers_alive,
+               (extract(epoch FROM now()) * 1000)::bigint AS now
         """
-    static let counts = "SELECT state, count(*) FROM cq_job WHERE ($1::text IS NULL OR queue = $1) GROUP BY state"
+    static let counts = "SELECT state, count(*) AS count FROM cq_job WHERE ($1::text IS NULL OR queue = $1) GROUP BY state"
 }

@@ -95,7 +95,8 @@ enum Schema {
         do throws(PostgresStoreError) {
             try connection.query(lock)
             try connection.query(createMigrationTable)
-            let current = Int(try connection.query("SELECT coalesce(max(version), 0) FROM cq_migration")[0][0] ?? "0") ?? 0
+            let current = try connection.query("SELECT coalesce(max(version), 0) AS version FROM cq_migration")
+                .first?.decode("version", as: Int.self) ?? 0
             if current < 1 { try connection.query(v1) }
             if current < 2 { try connection.query(v2) }
             try connection.query("COMMIT")

@@ -1,13 +1,25 @@
 import CSQLite
 import Foundation
 
-/// An SQLite error: the result code and SQLite's message.
+/// An SQLite error: the result code, SQLite's message and the statement that failed.
 public struct SQLiteError: Error, Sendable, CustomStringConvertible {
-    /// The (extended) result code, e.g. SQLITE_BUSY (5), SQLITE_FULL (13), SQLITE_READONLY (8).
+    /// The (extended) result code, e.g. SQLITE_BUSY (5), SQLITE_FULL (13), SQLITE_READONLY (8);
+    /// SQLITE_MISMATCH (20) for a result row the store cannot read (a column missing or of
+    /// another type).
     public var code: Int32
     /// SQLite's message for it.
     public var message: String
-    public var description: String { "SQLite error \(code): \(message)" }
+    /// The statement that failed, as written in the store (its bound values, which may hold
+    /// secrets, are never part of it); `nil` when the error is not a statement's.
+    public var sql: String?
+    public var description: String {
+        "SQLite error \(code): \(message)" + (sql.map { " (in: \(Self.oneLine($0)))" } ?? "")
+    }
+
+    /// The statement on one line: its runs of white space as one space.
+    static func oneLine(_ sql: String) -> String {
+        sql.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    }
 
     /// SQLITE_BUSY or SQLITE_LOCKED, primary or extended.
     var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
@@ -18,6 +30,8 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
 final class SQLiteConnection {
     private var handle: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
+    /// The result columns of each prepared statement, by its text (names read once).
+    private var resultColumns: [String: SQLiteColumns] = [:]
 
     /// Opens (creating if needed) the database at `path`. The file is created 0600 before SQLite
     /// opens it; SQLite gives its `-wal` and `-shm` files the database file's permissions.
@@ -46,9 +60,9 @@ final class SQLiteConnection {
         sqlite3_close_v2(handle)
     }
 
-    private static func error(_ code: Int32, _ db: OpaquePointer?) -> SQLiteError {
+    private static func error(_ code: Int32, _ db: OpaquePointer?, sql: String? = nil) -> SQLiteError {
         let message = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(code))
-        return SQLiteError(code: code, message: message)
+        return SQLiteError(code: code, message: message, sql: sql)
     }
 
     /// Runs SQL text with no parameters and no rows (several statements allowed).
@@ -58,7 +72,7 @@ final class SQLiteConnection {
         if code != SQLITE_OK {
             let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(code))
             sqlite3_free(message)
-            throw SQLiteError(code: sqlite3_extended_errcode(handle), message: text)
+            throw SQLiteError(code: sqlite3_extended_errcode(handle), message: text, sql: sql)
         }
     }
 
@@ -77,19 +91,30 @@ final class SQLiteConnection {
             case .null: code = sqlite3_bind_null(statement, position)
             case .integer(let value): code = sqlite3_bind_int64(statement, position, value)
             case .real(let value): code = sqlite3_bind_double(statement, position, value)
-            case .text(let value): code = sqlite3_bind_text(statement, position, value, -1, csqlite_transient())
+            case .text(var value):
+                // With its byte length (not -1, which ends the text at its first NUL); copied.
+                code = value.withUTF8 { buffer in
+                    guard let base = buffer.baseAddress else {
+                        return sqlite3_bind_text64(statement, position, "", 0, csqlite_transient(), UInt8(SQLITE_UTF8))
+                    }
+                    return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) { text in
+                        sqlite3_bind_text64(statement, position, text, UInt64(buffer.count), csqlite_transient(), UInt8(SQLITE_UTF8))
+                    }
+                }
             case .blob(let value):
                 code = value.withUnsafeBytes { buffer in
-                    sqlite3_bind_blob(statement, position, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), csqlite_transient())
+                    sqlite3_bind_blob64(statement, position, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), UInt64(buffer.count),
+                                        csqlite_transient())
                 }
             }
-            guard code == SQLITE_OK else { throw Self.error(code, handle) }
+            guard code == SQLITE_OK else { throw Self.error(code, handle, sql: sql) }
         }
         var rows: [SQLiteRow] = []
+        var columns: SQLiteColumns?
         while true {
             let code = sqlite3_step(statement)
             if code == SQLITE_DONE { break }
-            guard code == SQLITE_ROW else { throw Self.error(sqlite3_extended_errcode(handle), handle) }
+            guard code == SQLITE_ROW else { throw Self.error(sqlite3_extended_errcode(handle), handle, sql: sql) }
             var values: [SQLiteValue] = []
             let count = sqlite3_column_count(statement)
             values.reserveCapacity(Int(count))
@@ -97,7 +122,12 @@ final class SQLiteConnection {
                 switch sqlite3_column_type(statement, column) {
                 case SQLITE_INTEGER: values.append(.integer(sqlite3_column_int64(statement, column)))
                 case SQLITE_FLOAT: values.append(.real(sqlite3_column_double(statement, column)))
-                case SQLITE_TEXT: values.append(.text(String(cString: sqlite3_column_text(statement, column))))
+                case SQLITE_TEXT:
+                    // The text, then its length in bytes (the order SQLite's documentation asks
+                    // for): all of it, NUL characters included.
+                    let text = sqlite3_column_text(statement, column)
+                    let length = Int(sqlite3_column_bytes(statement, column))
+                    values.append(.text(String(decoding: UnsafeBufferPointer(start: text, count: text == nil ? 0 : length), as: UTF8.self)))
                 case SQLITE_BLOB:
                     let length = Int(sqlite3_column_bytes(statement, column))
                     if let bytes = sqlite3_column_blob(statement, column), length > 0 {
@@ -108,9 +138,23 @@ final class SQLiteConnection {
                 default: values.append(.null)
                 }
             }
-            rows.append(SQLiteRow(values: values))
+            let rowColumns = columns ?? self.columns(of: statement, sql: sql)
+            columns = rowColumns
+            rows.append(SQLiteRow(values: values, columns: rowColumns))
         }
         return rows
+    }
+
+    /// The statement's result columns by name (`sqlite3_column_name`), read once per statement.
+    private func columns(of statement: OpaquePointer, sql: String) -> SQLiteColumns {
+        let count = Int(sqlite3_column_count(statement))
+        if let known = resultColumns[sql], known.names.count == count { return known }
+        let names = (0..<count).map { column in
+            sqlite3_column_name(statement, Int32(column)).map { String(cString: $0) } ?? ""
+        }
+        let columns = SQLiteColumns(sql: sql, names: names)
+        resultColumns[sql] = columns
+        return columns
     }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE.
@@ -120,7 +164,7 @@ final class SQLiteConnection {
         if let statement = statements[sql] { return statement }
         var statement: OpaquePointer?
         let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
-        guard code == SQLITE_OK, let statement else { throw Self.error(code, handle) }
+        guard code == SQLITE_OK, let statement else { throw Self.error(code, handle, sql: sql) }
         statements[sql] = statement
         return statement
     }
@@ -137,35 +181,6 @@ final class SQLiteConnection {
         } catch {
             if sqlite3_get_autocommit(handle) == 0 { try? execute("ROLLBACK") }
             throw error
-        }
-    }
-}
-
-/// A value bound to or read from SQLite.
-enum SQLiteValue: Sendable, Hashable {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-    case blob(Data)
-}
-
-/// One result row.
-struct SQLiteRow: Sendable {
-    var values: [SQLiteValue]
-    func int(_ index: Int) -> Int64? {
-        if case .integer(let value) = values[index] { return value }
-        return nil
-    }
-    func text(_ index: Int) -> String? {
-        if case .text(let value) = values[index] { return value }
-        return nil
-    }
-    func blob(_ index: Int) -> Data? {
-        switch values[index] {
-        case .blob(let value): value
-        case .text(let value): Data(value.utf8)
-        default: nil
         }
     }
 }

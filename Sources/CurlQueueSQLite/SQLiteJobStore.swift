@@ -84,9 +84,9 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
         }
         try connection.execute("PRAGMA synchronous = \(options.synchronousNormal ? "NORMAL" : "FULL")")
         try connection.execute("PRAGMA foreign_keys = ON")
-        guard try connection.query("PRAGMA user_version").first?.int(0) ?? 0 < SQLiteSchema.version else { return }
+        guard try userVersion(connection) < SQLiteSchema.version else { return }
         try connection.transaction("BEGIN EXCLUSIVE") {
-            let version = try connection.query("PRAGMA user_version").first?.int(0) ?? 0
+            let version = try userVersion(connection)
             guard version < SQLiteSchema.version else { return }
             if version < 1 { try connection.execute(SQLiteSchema.create) }
             for upgrade in SQLiteSchema.upgrades where upgrade.version > max(version, 1) {
@@ -96,12 +96,16 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
         }
     }
 
+    private static func userVersion(_ connection: SQLiteConnection) throws -> Int64 {
+        try connection.query("PRAGMA user_version").first?.decode("user_version", as: Int64.self) ?? 0
+    }
+
     /// Throws, changing nothing, when the file holds tables of another application and none
     /// of a store: its tables are never mixed with a database that is not a store's.
     private static func refuseForeignDatabase(_ connection: SQLiteConnection) throws {
         let tables = try connection.query(
             "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
-            .compactMap { $0.text(0) }
+            .map { try $0.decode("name", as: String.self) }
         guard !tables.isEmpty, !tables.contains("cq_job") else { return }
         let shown = tables.sorted().prefix(5).joined(separator: ", ") + (tables.count > 5 ? ", …" : "")
         throw SQLiteError(code: 1, message: "not a curlq job store: the database holds other tables (\(shown)); nothing was changed")
@@ -134,6 +138,7 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
 
     public func enqueue(_ specs: [JobSpec], queue queueName: String, order: JobOrder) async throws -> [EnqueueResult] {
         let limits = options.limits
+        try JobSpecError.checkQueueName(queueName)
         for spec in specs { _ = try spec.validated(limits: limits) }
         let encoded = try specs.map { try encoder.encode($0) }
         let results = try await run { store in
@@ -156,7 +161,7 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
             if let existing = try connection.query(
                 "SELECT id FROM cq_job WHERE queue = ? AND dedup_key = ? AND state IN ('available','scheduled','running') ORDER BY id DESC LIMIT 1",
                 [.text(queueName), .text(key)]
-            ).first?.int(0) {
+            ).first?.decode("id", as: JobID.self) {
                 return .skipped(existing: existing)
             }
         case .replaceEarlier:
@@ -168,7 +173,7 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
             let running = try connection.query(
                 "UPDATE cq_job SET cancel_requested = 1 WHERE queue = ? AND dedup_key = ? AND state = 'running' RETURNING id",
                 [.text(queueName), .text(key)])
-            replaced = (pending + running).compactMap { $0.int(0) }.sorted()
+            replaced = try (pending + running).map { try $0.decode("id", as: JobID.self) }.sorted()
         case .allow:
             break
         }
@@ -185,7 +190,7 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
                 .text(key), spec.duplicates == .allow ? .null : .text(key), .integer(spec.isRescuable ? 1 : 0),
                 .blob(json), .integer(now),
             ])
-        guard let id = rows.first?.int(0) else { throw SQLiteError(code: 1, message: "insert returned no id") }
+        guard let id = try rows.first?.decode("id", as: JobID.self) else { throw SQLiteError(code: 1, message: "insert returned no id") }
         try connection.query("UPDATE cq_job SET order_key = ? WHERE id = ?", [.integer(order == .fifo ? id : -id), .integer(id)])
         return .inserted(id, replaced: replaced)
     }
@@ -223,10 +228,7 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
         }
     }
 
-    private static let recordColumns = """
-        id, queue, spec, state, attempt, run_at, created_at, finalized_at, lease_owner, last_error, outcome, handled,
-        checkpoint, cancel_requested, lease_token, priority, order_key
-        """
+    private static let recordColumns = SQLiteJobRow.columns
 
     private func claimLocked(_ queueName: String, kinds: String, limit: Int, worker: String) throws -> [ClaimedJob] {
         let now = nowMilliseconds
@@ -243,12 +245,13 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
                          AND lease_owner IS NULL AND kind IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?)
             RETURNING \(Self.recordColumns)
             """, [.text(worker), .text(queueName), .text(kinds), .integer(Int64(limit))])
-        for row in handlerRows.sorted(by: { $0.int(0)! < $1.int(0)! }) {
-            let record = try self.record(row)
-            claimed.append(ClaimedJob(lease: Lease(job: record.id, token: row.int(14)!), record: record,
+        for row in try handlerRows.map(jobRow).sorted(by: { $0.record.id < $1.record.id }) {
+            let record = row.record
+            claimed.append(ClaimedJob(lease: Lease(job: record.id, token: row.leaseToken), record: record,
                                       recorded: record.outcome ?? .failed(reason: record.lastError ?? "failed")))
         }
-        let paused = try connection.query("SELECT paused FROM cq_queue WHERE name = ?", [.text(queueName)]).first?.int(0) == 1
+        let paused = try connection.query("SELECT paused FROM cq_queue WHERE name = ?", [.text(queueName)])
+            .first?.decode("paused", as: Bool.self) == true
         let remaining = limit - claimed.count
         guard !paused, remaining > 0 else { return claimed }
         let rows = try connection.query(
@@ -259,25 +262,14 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
                          AND kind IN (SELECT value FROM json_each(?)) ORDER BY priority DESC, order_key LIMIT ?)
             RETURNING \(Self.recordColumns)
             """, [.text(worker), .text(queueName), .text(kinds), .integer(Int64(remaining))])
-        let ordered = rows.sorted { ($0.int(15)!, -$0.int(16)!) > ($1.int(15)!, -$1.int(16)!) }
+        let ordered = try rows.map(jobRow).sorted { ($0.priority, -$0.orderKey) > ($1.priority, -$1.orderKey) }
         for row in ordered {
-            claimed.append(ClaimedJob(lease: Lease(job: row.int(0)!, token: row.int(14)!), record: try record(row)))
+            claimed.append(ClaimedJob(lease: Lease(job: row.record.id, token: row.leaseToken), record: row.record))
         }
         return claimed
     }
 
-    private func record(_ row: SQLiteRow) throws -> JobRecord {
-        let spec = try decoder.decode(JobSpec.self, from: row.blob(2) ?? Data())
-        return JobRecord(
-            id: row.int(0)!, queue: row.text(1) ?? "", spec: spec,
-            state: JobState(rawValue: row.text(3) ?? "") ?? .failed, attempt: Int(row.int(4) ?? 0),
-            runAt: Self.date(row.int(5) ?? 0), createdAt: Self.date(row.int(6) ?? 0),
-            finalizedAt: row.int(7).map(Self.date), worker: row.text(8), lastError: row.text(9),
-            outcome: try row.blob(10).map { try decoder.decode(JobOutcome.self, from: $0) },
-            handled: row.int(11) == 1,
-            checkpoint: try row.blob(12).map { try decoder.decode(Checkpoint.self, from: $0) },
-            cancelRequested: row.int(13) == 1)
-    }
+    private func jobRow(_ row: SQLiteRow) throws -> SQLiteJobRow { try SQLiteJobRow(row, decoder: decoder) }
 
     public func heartbeat(_ worker: WorkerInfo.ID, checkpoints: [JobID: Checkpoint]) async throws -> HeartbeatReply {
         let encodedCheckpoints = try checkpoints.mapValues { try encoder.encode($0) }
@@ -294,8 +286,14 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
                 }
                 let rows = try store.connection.query(
                     "SELECT id, cancel_requested, state FROM cq_job WHERE lease_owner = ?", [.text(worker)])
-                let held = Set(rows.compactMap { $0.int(0) })
-                let cancel = Set(rows.filter { $0.int(1) == 1 && $0.text(2) == "running" }.compactMap { $0.int(0) })
+                var held = Set<JobID>(), cancel = Set<JobID>()
+                for row in rows {
+                    let id = try row.decode("id", as: JobID.self)
+                    held.insert(id)
+                    if try row.decode("cancel_requested", as: Bool.self), try row.decode("state", as: String.self) == "running" {
+                        cancel.insert(id)
+                    }
+                }
                 return .alive(held: held, cancelRequested: cancel)
             }
         }
@@ -334,7 +332,7 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
                         """,
                         [.integer(runAt), .integer(now), .integer(runAt), .text(reason), .blob(failed), .integer(now)] + fence)
                 }
-                return (!rows.isEmpty, rows.first?.text(0))
+                return (!rows.isEmpty, try rows.first?.decode("queue", as: String.self))
             }
         }
         if let queueName, case .retry = outcome { wake(queueName) }
@@ -373,13 +371,13 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
                         WHERE id = ? AND lease_token = ? AND state = 'running' RETURNING queue
                         """, [.integer(now), .blob(notRepeatable), .text(JobOutcome.mayHaveBeenSentReason),
                               .integer(lease.job), .integer(lease.token)])
-                    queues.formUnion(rows.compactMap { $0.text(0) })
+                    queues.formUnion(try rows.map { try $0.decode("queue", as: String.self) })
                     let handlerRows = try store.connection.query(
                         """
                         UPDATE cq_job SET lease_owner = NULL
                         WHERE id = ? AND lease_token = ? AND finalized_at IS NOT NULL AND handled = 0 RETURNING queue
                         """, [.integer(lease.job), .integer(lease.token)])
-                    queues.formUnion(handlerRows.compactMap { $0.text(0) })
+                    queues.formUnion(try handlerRows.map { try $0.decode("queue", as: String.self) })
                 }
                 return queues
             }
@@ -403,7 +401,7 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
                                           lease_owner = NULL, cancel_requested = 0
                         WHERE id = ? AND lease_owner = ? RETURNING queue
                         """, [.integer(job), .text(worker)])
-                    queues.formUnion(rows.compactMap { $0.text(0) })
+                    queues.formUnion(try rows.map { try $0.decode("queue", as: String.self) })
                 }
                 return queues
             }
@@ -460,11 +458,11 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
               last_error = CASE WHEN handler_failures + 1 >= max_attempts THEN ? ELSE last_error END
             WHERE lease_owner = ? AND finalized_at IS NOT NULL RETURNING queue, handled
             """, [.blob(handlerFailed), .text(Self.handlerFailed)] + owner)
-        report.handlerFailed += handlers.filter { $0.int(1) == 1 }.count
+        report.handlerFailed += try handlers.filter { try $0.decode("handled", as: Bool.self) }.count
         try connection.query("DELETE FROM cq_worker WHERE id = ?", owner)
         report.rescued += rescued.count
         report.failed += failedRows.count
-        return Set((failedRows + rescued + handlers).compactMap { $0.text(0) })
+        return Set(try (failedRows + rescued + handlers).map { try $0.decode("queue", as: String.self) })
     }
 
     public func cancel(_ selector: JobSelector) async throws -> CancelResult {
@@ -484,8 +482,8 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
                     """, [.integer(now)] + arguments)
                 let requested = try store.connection.query(
                     "UPDATE cq_job SET cancel_requested = 1 WHERE \(condition) AND state = 'running' RETURNING id", arguments)
-                return CancelResult(cancelled: cancelled.compactMap { $0.int(0) }.sorted(),
-                                    requested: requested.compactMap { $0.int(0) }.sorted())
+                return CancelResult(cancelled: try cancelled.map { try $0.decode("id", as: JobID.self) }.sorted(),
+                                    requested: try requested.map { try $0.decode("id", as: JobID.self) }.sorted())
             }
         }
     }
@@ -508,7 +506,7 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
         }
         let (statement, values) = (sql + " RETURNING id", arguments)
         return try await run { store in
-            try store.connection.query(statement, values).compactMap { $0.int(0) }.sorted()
+            try store.connection.query(statement, values).map { try $0.decode("id", as: JobID.self) }.sorted()
         }
     }
 
@@ -531,7 +529,7 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
         let sql = "SELECT \(Self.recordColumns) FROM cq_job \(whereClause) ORDER BY id DESC LIMIT ?"
         let finalArguments = arguments + [.integer(Int64(max(0, filter.limit)))]
         return try await run { store in
-            try store.connection.query(sql, finalArguments).map { try store.record($0) }
+            try store.connection.query(sql, finalArguments).map { try store.jobRow($0).record }
         }
     }
 
@@ -539,13 +537,13 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
         try await run { store in
             let rows =
                 if let queueName {
-                    try store.connection.query("SELECT state, count(*) FROM cq_job WHERE queue = ? GROUP BY state", [.text(queueName)])
+                    try store.connection.query("SELECT state, count(*) AS count FROM cq_job WHERE queue = ? GROUP BY state", [.text(queueName)])
                 } else {
-                    try store.connection.query("SELECT state, count(*) FROM cq_job GROUP BY state")
+                    try store.connection.query("SELECT state, count(*) AS count FROM cq_job GROUP BY state")
                 }
             var counts: [JobState: Int] = [:]
             for row in rows {
-                if let state = row.text(0).flatMap(JobState.init(rawValue:)) { counts[state] = Int(row.int(1) ?? 0) }
+                if let state = JobState(rawValue: try row.decode("state")) { counts[state] = try row.decode("count") }
             }
             return counts
         }
@@ -556,11 +554,12 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
             let now = store.nowMilliseconds
             let row = try store.connection.query(
                 """
-                SELECT (SELECT min(run_at) FROM cq_job WHERE queue = ? AND state = 'available'),
-                       (SELECT count(*) FROM cq_worker WHERE expires_at > ?)
+                SELECT (SELECT min(run_at) FROM cq_job WHERE queue = ? AND state = 'available') AS oldest_available,
+                       (SELECT count(*) FROM cq_worker WHERE expires_at > ?) AS workers_alive
                 """, [.text(queueName), .integer(now)]).first
             return StoreHealth(
-                oldestAvailableSince: row?.int(0).map(Self.date), workersAlive: Int(row?.int(1) ?? 0), now: Self.date(now))
+                oldestAvailableSince: try row?.decode("oldest_available", as: Int64?.self).map(Self.date),
+                workersAlive: try row?.decode("workers_alive", as: Int.self) ?? 0, now: Self.date(now))
         }
     }
 
@@ -573,7 +572,8 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
             var lockDead = Set<String>()
             var lockAlive = Set<String>()
             for row in workers {
-                guard let id = row.text(0), row.text(1) == node, store.heldLocks[id] == nil else { continue }
+                let id = try row.decode("id", as: String.self)
+                guard try row.decode("node", as: String.self) == node, store.heldLocks[id] == nil else { continue }
                 switch store.workerLocks.isDead(id) {
                 case true?: lockDead.insert(id)
                 case false?: lockAlive.insert(id)
@@ -590,7 +590,7 @@ public final class SQLiteJobStore: JobStore, @unchecked Sendable {
                 ).count
                 let expired = try store.connection.query(
                     "SELECT id FROM cq_worker WHERE expires_at < ?", [.integer(now)]
-                ).compactMap { $0.text(0) }
+                ).map { try $0.decode("id", as: String.self) }
                 let dead = lockDead.union(expired.filter { !lockAlive.contains($0) && store.heldLocks[$0] == nil })
                 for worker in dead.sorted() {
                     queues.formUnion(try store.rescue(worker, report: &report))

@@ -106,7 +106,7 @@ import Testing
             try FileManager.default.copyItem(atPath: database + suffix, toPath: copy + suffix)
         }
         let connection = try SQLiteConnection(path: copy, busyTimeoutMilliseconds: 1000)
-        return try connection.query("PRAGMA integrity_check").first?.text(0) ?? "no answer"
+        return try connection.query("PRAGMA integrity_check").first?.decode("integrity_check", as: String.self) ?? "no answer"
     }
 
     @Test func aFullDiskOrAReadOnlyStoreGivesAClearErrorAndWritesNothingHalfway() async throws {

@@ -21,8 +21,8 @@ import Testing
             #expect(try await old.enqueue([JobSpec(kind: "k", request: JobRequest(url: "http://127.0.0.1:9/a"))],
                                           queue: "q", order: .fifo).count == 1)
             let connection = try SQLiteConnection(path: path, busyTimeoutMilliseconds: 1000)
-            #expect(try connection.query("PRAGMA user_version").first?.int(0) == SQLiteSchema.version)
-            #expect(try connection.query("SELECT handler_failures FROM cq_job").first?.int(0) == 0)
+            #expect(try connection.query("PRAGMA user_version").first?.decode("user_version", as: Int64.self) == SQLiteSchema.version)
+            #expect(try connection.query("SELECT handler_failures FROM cq_job").first?.decode("handler_failures", as: Int64.self) == 0)
         }
     }
 }

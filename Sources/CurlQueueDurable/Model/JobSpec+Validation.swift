@@ -40,6 +40,10 @@ extension JobSpec {
     /// is changed in it.
     public func validated(limits: Limits = .init()) throws(JobSpecError) -> JobSpec {
         if kind.isEmpty { throw .emptyKind }
+        // Kept in columns of their own, where PostgreSQL's text cannot hold a NUL: refused in
+        // every store alike (the rest of a job is JSON, where a NUL is `\u0000`, and round-trips).
+        if kind.utf8.contains(0) { throw .nulCharacter("kind") }
+        if key?.utf8.contains(0) == true { throw .nulCharacter("key") }
         for url in request.urls {
             guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
                 scheme == "http" || scheme == "https", components.host?.isEmpty == false
@@ -103,6 +107,15 @@ public enum JobSpecError: Error, Sendable, Hashable, CustomStringConvertible {
     case badRateLimit(Int64)
     /// An unknown algorithm, a digest of the wrong length or not hexadecimal, or no destination.
     case badChecksum(String)
+    /// A NUL character in the job's `kind` or `key`, or in the queue's name (the field named),
+    /// which a store keeps in a column of its own and PostgreSQL's text cannot hold.
+    case nulCharacter(String)
+
+    /// Throws ``nulCharacter(_:)`` for a queue name with a NUL character, which no store keeps
+    /// (for the stores of this package, at enqueue).
+    package static func checkQueueName(_ name: String) throws(JobSpecError) {
+        if name.utf8.contains(0) { throw .nulCharacter("queue name") }
+    }
 
     public var description: String {
         switch self {
@@ -119,6 +132,7 @@ public enum JobSpecError: Error, Sendable, Hashable, CustomStringConvertible {
         case .badRateLimit(let rate): "maxBytesPerSecond must be at least 1, not \(rate)"
         case .badChecksum(let value):
             "bad checksum \(value): sha256, sha512, sha1 or md5 with its hexadecimal digest, for a job with a destination"
+        case .nulCharacter(let field): "the job's \(field) holds a NUL character, which a store cannot keep there"
         }
     }
 }
