@@ -91,7 +91,7 @@ struct UploadChunks: AsyncSequence, Sendable {
         var left: Int64
         mutating func next() async -> ArraySlice<UInt8>? {
             guard left > 0 else { return nil }
-            let count = Int(min(left, Int64(UploadChunks.chunk.count)))
+            let count = Int(Swift.min(left, Int64(UploadChunks.chunk.count)))
             left -= Int64(count)
             return UploadChunks.chunk.prefix(count)
         }
