@@ -20,20 +20,18 @@ extension RequestOperation: AttemptDelegate {
     }
 
     func attempt(_ attempt: Attempt, didFinishWith outcome: AttemptOutcome) {
-        var outcome = outcome
         let action = state.withLock { state in
             // A streamed body's consumer has had the head, maybe bytes: no attempt may follow.
             // (The operation's stream, the transfer has let go of its own; its lock is never
             // held while one of an operation is taken.)
             let streamBegun = state.bodyStream?.hasBegun ?? false
-            var decision = RetryDecision(
+            let decision = RetryDecision(
                 autoRetry: state.autoRetry && !streamBegun, errorCodes: state.autoRetryErrorCodes, policy: state.retryPolicy)
             // A streamed request body partly sent cannot be sent again: a retry due fails instead.
             if decision.autoRetry, case .stream(let body)? = request.body,
                decision.delay(after: outcome, attempt: attempt.number, now: Date(), random: 0) != nil,
                let refusal = body.channel.retryRefusal(after: outcome, attempt: attempt.number) {
-                outcome = .failure(refusal)
-                decision.autoRetry = false
+                return state.machine.attemptFinished(.failure(refusal)) { _ in nil }
             }
             let action = state.machine.attemptFinished(outcome, streamsBody: state.bodyStream != nil) { attempt in
                 // The clock and the random source (a getrandom call) only when a retry may follow.
