@@ -13,7 +13,7 @@ import Testing
 
     @Test func aLargeBodyOfKnownLengthArrivesByteIdenticalWithContentLength() async throws {
         let server = try await OpenAPIFixtureServer.start()
-        let total = 32 << 20 + 12_345
+        let total = 16 << 20 + 12_345
         let body = RequestBodyStream(length: Int64(total), PatternUpload(total: total, chunkSize: 100_003))
         let response = try await RequestOperation(request: put(server, "known", body)).response()
         #expect(response.status == .ok)
@@ -30,7 +30,7 @@ import Testing
 
     @Test func aLargeBodyOfUnknownLengthArrivesByteIdenticalChunked() async throws {
         let server = try await OpenAPIFixtureServer.start()
-        let total = 32 << 20 + 777
+        let total = 16 << 20 + 777
         let body = RequestBodyStream(PatternUpload(total: total, chunkSize: 65_536 + 17))
         let response = try await RequestOperation(request: put(server, "chunked", body)).response()
         #expect(response.status == .ok)
