@@ -4,8 +4,9 @@ server (Tests/OpenAPIFixture, release, on 127.0.0.1), three transports -- CurlQu
 swift-openapi-async-http-client and swift-openapi-urlsession -- in one run, interleaved, each
 cell the median of --runs runs.
 
-Workloads: small JSON calls (getItem) at c = 1 and c = 64 (calls/s, CPU per call), and one
-streamed download (rate, peak RSS of the client process).
+Workloads: small JSON calls (getItem) at c = 1 and c = 64 (calls/s, CPU per call), one
+streamed download and one streamed upload of unknown length (rate, peak RSS of the client
+process).
 
 Server and client are pinned to different cores with taskset when there are two or more.
 Writes the table to Benchmarks/results/openapi.md and prints it.
@@ -29,6 +30,7 @@ def main():
     p.add_argument("--calls", type=int, default=5000, help="JSON calls per run")
     p.add_argument("--size", type=int, default=256 * MIB, help="streamed body size")
     p.add_argument("--no-build", action="store_true")
+    p.add_argument("--only", default="", help="run only the workloads whose name starts with this (json, stream, upload)")
     args = p.parse_args()
 
     if not args.no_build:
@@ -47,7 +49,9 @@ def main():
             ("json c=1", ["--mode", "json", "--concurrency", "1", "--count", str(args.calls)]),
             ("json c=64", ["--mode", "json", "--concurrency", "64", "--count", str(args.calls)]),
             ("stream %d MiB" % (args.size // MIB), ["--mode", "stream", "--size", str(args.size)]),
+            ("upload %d MiB" % (args.size // MIB), ["--mode", "upload", "--size", str(args.size)]),
         ]
+        workloads = [w for w in workloads if w[0].startswith(args.only)]
         results = {}
         for run in range(args.runs):
             for name, flags in workloads:

@@ -1,5 +1,5 @@
 public import CurlQueue
-public import Foundation
+import Foundation
 
 extension CurlQueueTransport {
     /// How a call is made: per transport, and changed for some calls by
@@ -22,12 +22,11 @@ extension CurlQueueTransport {
         public var tls = Request.TLSOptions()
         /// The most body bytes a response may bring, or `nil` for no limit.
         public var maxResponseBodySize: Int64? = nil
-        /// The most bytes of a request body kept in memory; the rest goes to a temporary file in
-        /// ``spoolDirectory`` as it is read. 1 MiB by default.
+        /// A request body whose length is known and at most this many bytes is read into memory
+        /// before it is sent, so that a retry or a 307/308 redirect can send it again (JSON
+        /// bodies); every other body is streamed as it is produced and sent once
+        /// (``RequestBodyStream``). 1 MiB by default; 0 streams every body that is not empty.
         public var requestBodyMemoryLimit = 1 << 20
-        /// Where request bodies larger than ``requestBodyMemoryLimit`` are written while they
-        /// are sent (the system's temporary folder by default).
-        public var spoolDirectory = FileManager.default.temporaryDirectory
 
         /// The defaults.
         public init() {}

@@ -13,11 +13,13 @@ public import OpenAPIRuntime
 ///   done); the body is an `HTTPBody` that yields the bytes as they arrive, iterable once. A slow
 ///   consumer pauses the transfer (at most about 1 MiB waits in memory), as
 ///   `RequestQueue.stream(_:)` does.
-/// - Request bodies are never held whole in memory: up to
-///   ``Configuration/requestBodyMemoryLimit`` bytes are kept in memory, the rest is written to a
-///   private temporary file as the body is read, and the upload starts once the body has ended
-///   (libcurl then reads the file as it sends; the file is removed when the response head has
-///   arrived or the call failed). A body the generated client can iterate only once is read once.
+/// - Request bodies are streamed: libcurl sends each chunk as the `HTTPBody` yields it, with
+///   backpressure (the body is not asked for its next chunk while about 1 MiB waits to be sent),
+///   `Content-Length` when the body's length is known, chunked otherwise (``RequestBodyStream``).
+///   Only a body of known length up to ``Configuration/requestBodyMemoryLimit`` (1 MiB; JSON
+///   bodies) is read into memory first, so that a retry or a 307/308 redirect can send it again;
+///   a streamed body is sent once, and a retry after its first byte was sent fails with
+///   ``RequestError/invalidRequest(_:)``.
 /// - Cancelling the calling task while it waits for the head, or while it iterates the body,
 ///   cancels the operation: the connection is closed and the call throws
 ///   ``RequestError/cancelled``. Dropping a response body without reading it to the end does the
@@ -62,7 +64,7 @@ public struct CurlQueueTransport: ClientTransport {
 
         var outgoing = Request(string: Self.join(baseURL, request.path ?? "/"), method: request.method)
         var fields = request.headerFields
-        // The engine frames the body itself (Content-Length from the spooled size).
+        // The engine frames the body itself (Content-Length from the body's length, else chunked).
         fields[.contentLength] = nil
         fields[.transferEncoding] = nil
         outgoing.headerFields = fields
@@ -71,24 +73,20 @@ public struct CurlQueueTransport: ClientTransport {
         outgoing.tls = configuration.tls
         outgoing.maxResponseBodySize = configuration.maxResponseBodySize
 
-        let spooled: SpooledBody?
-        if let body {
-            spooled = try await SpooledBody.read(body, memoryLimit: configuration.requestBodyMemoryLimit,
-                                                 directory: configuration.spoolDirectory)
-            outgoing.body = spooled?.body ?? .bytes(Data())
-        } else {
-            spooled = nil
-        }
-        // Every attempt and redirect opens or rewinds the file while the call waits for the head;
-        // once the head is handed over nothing reads it again (no retry after that), and an open
-        // descriptor keeps the bytes of an unlinked file.
-        defer { spooled?.remove() }
+        let stream: RequestBodyStream?
+        (outgoing.body, stream) = try await Self.requestBody(body, memoryLimit: configuration.requestBodyMemoryLimit)
 
         let operation = RequestOperation(request: outgoing)
         operation.priority = configuration.priority
         operation.autoRetry = configuration.autoRetry
         operation.retryPolicy = configuration.retryPolicy
-        let response = try await queue.stream(operation)
+        let response: StreamingResponse
+        do {
+            response = try await queue.stream(operation)
+        } catch {
+            // The body's own failure, as the generated client would get it from any transport.
+            throw stream?.producerError ?? error
+        }
 
         let head = HTTPResponse(status: response.status, headerFields: response.headerFields)
         return (head, try await Self.responseBody(response, method: request.method))

@@ -27,6 +27,10 @@ final class OpenAPIFixtureHandler: ChannelInboundHandler {
     private var uploadName: String?
     private var writing: Writing?
     private var isPumping = false
+    /// An upload's body is arriving (its head came, its end not yet).
+    private var uploadInProgress = false
+    /// `holdAfter=`: stop reading once this many body bytes arrived (once per request).
+    private var holdAfter: Int?
 
     init(state: OpenAPIFixtureState, connectionID: Int) {
         self.state = state
@@ -43,14 +47,32 @@ final class OpenAPIFixtureHandler: ChannelInboundHandler {
             checksum = 0
             let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
             uploadName = head.method == .PUT && path.hasPrefix("/blobs/") ? String(path.dropFirst("/blobs/".count)) : nil
-            if let name = uploadName { state.record { $0.uploads[name] = .init() } }
+            if let name = uploadName { uploadHeadArrived(head, name: name) }
         case .body(let part):
+            let offset = bodyBytes
             pieces += 1
             bodyBytes += part.readableBytes
             if let name = uploadName {
-                part.withUnsafeReadableBytes { bytes in for byte in bytes { checksum &+= Int64(byte) } }
+                var mismatch: Int?
+                part.withUnsafeReadableBytes { bytes in
+                    for byte in bytes { checksum &+= Int64(byte) }
+                    let expected = Pattern.slice(offset: offset, count: bytes.count)
+                    expected.withUnsafeReadableBytes { pattern in
+                        if memcmp(bytes.baseAddress!, pattern.baseAddress!, bytes.count) != 0 {
+                            mismatch = offset + zip(bytes, pattern).prefix { $0 == $1 }.count
+                        }
+                    }
+                }
                 let (count, reads) = (bodyBytes, pieces)
-                state.record { $0.uploads[name]?.bytes = count; $0.uploads[name]?.pieces = reads }
+                state.record {
+                    $0.uploads[name]?.bytes = count
+                    $0.uploads[name]?.pieces = reads
+                    if $0.uploads[name]?.mismatchAt == nil { $0.uploads[name]?.mismatchAt = mismatch }
+                }
+                if let limit = holdAfter, count >= limit {
+                    holdAfter = nil
+                    hold(name, context: context)
+                }
             } else if body.readableBytes < 1 << 20 {
                 var part = part
                 body.writeBuffer(&part)
@@ -58,6 +80,7 @@ final class OpenAPIFixtureHandler: ChannelInboundHandler {
         case .end:
             guard let head else { return }
             self.head = nil
+            uploadInProgress = false
             if let name = uploadName { state.record { $0.uploads[name]?.complete = true } }
             state.record { $0.requests += 1 }
             route(head, context: context)
@@ -70,6 +93,10 @@ final class OpenAPIFixtureHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        if uploadInProgress, let name = uploadName {
+            uploadInProgress = false
+            state.record { $0.uploads[name]?.closedEarly = true }
+        }
         switch writing {
         case .download(let id, _, _): state.record { $0.downloads[id]?.closedEarly = true }
         case .events(let id, _, _): state.record { $0.events[id]?.closedEarly = true }
@@ -82,6 +109,36 @@ final class OpenAPIFixtureHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
+    }
+
+    // MARK: Uploads
+
+    /// Records an upload's head.
+    private func uploadHeadArrived(_ head: HTTPRequestHead, name: String) {
+        uploadInProgress = true
+        var query: [String: String] = [:]
+        for item in URLComponents(string: head.uri)?.queryItems ?? [] { query[item.name] = item.value ?? "" }
+        holdAfter = query["holdAfter"].flatMap(Int.init)
+        let length = head.headers.first(name: "Content-Length").flatMap(Int.init)
+        let chunked = head.headers["Transfer-Encoding"].contains { $0.lowercased().contains("chunked") }
+        state.record {
+            $0.uploads[name] = .init(contentLength: length, chunked: chunked, requests: ($0.uploads[name]?.requests ?? 0) + 1)
+        }
+    }
+
+    /// Stops reading the connection until gate `NAME-hold` opens.
+    private func hold(_ name: String, context: ChannelHandlerContext) {
+        state.record { $0.uploads[name]?.held = true }
+        context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        let loop = context.eventLoop
+        let boundContext = NIOLoopBound(context, eventLoop: loop)
+        state.whenOpen("\(name)-hold") { [state] in
+            loop.execute {
+                state.record { $0.uploads[name]?.held = false }
+                boundContext.value.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+                boundContext.value.read()
+            }
+        }
     }
 
     // MARK: Routes
@@ -111,7 +168,9 @@ final class OpenAPIFixtureHandler: ChannelInboundHandler {
             guard let name = object?["name"] as? String else { return json(.badRequest, ["message": "no name"], context) }
             json(.created, ["id": 1, "name": name], context)
         case (.PUT, "blobs", 2):
-            json(.ok, ["bytes": bodyBytes, "pieces": pieces, "checksum": checksum], context)
+            let status = query["status"].flatMap(Int.init).map { HTTPResponseStatus(statusCode: $0) } ?? .ok
+            json(status, ["bytes": bodyBytes, "pieces": pieces, "checksum": checksum], context,
+                 location: (300..<400).contains(status.code) ? "/blobs/\(segments[1])-next" : nil)
         case (.GET, "download", 1):
             guard let size = query["size"].flatMap(Int.init), size >= 0 else {
                 return json(.badRequest, ["message": "bad size"], context)
@@ -137,9 +196,11 @@ final class OpenAPIFixtureHandler: ChannelInboundHandler {
         }
     }
 
-    private func json(_ status: HTTPResponseStatus, _ object: [String: Any], _ context: ChannelHandlerContext) {
+    private func json(_ status: HTTPResponseStatus, _ object: [String: Any], _ context: ChannelHandlerContext,
+                      location: String? = nil) {
         let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-        let headers = HTTPHeaders([("Content-Type", "application/json"), ("Content-Length", "\(data.count)")])
+        var headers = HTTPHeaders([("Content-Type", "application/json"), ("Content-Length", "\(data.count)")])
+        if let location { headers.add(name: "Location", value: location) }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: data)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)

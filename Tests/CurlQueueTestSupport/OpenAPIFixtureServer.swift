@@ -12,7 +12,7 @@ import NIOCore
 /// | --- | --- |
 /// | `GET /items/{id}?verbose=` | `200 {"id","name":"item ID","tag" (the `X-Request-Tag` field),"verbose"}`; ids from 1000 up: `404 {"message"}`; `X-Request-Tag: hold`: no answer (``Snapshot/held``). |
 /// | `POST /items` | `201 {"id":1,"name"}` with the name of the JSON body. |
-/// | `PUT /blobs/{name}` | `200 {"bytes","pieces","checksum"}`: the body's size, the reads it took, the sum of its bytes. |
+/// | `PUT /blobs/{name}` | `200 {"bytes","pieces","checksum"}`: the body's size, the reads it took, the sum of its bytes; each byte is checked against the pattern (``Upload/mismatchAt``). Options: `holdAfter=K` (stop reading once K body bytes arrived, until gate `NAME-hold` opens), `status=N` (answer N after the body, with `Location: /blobs/NAME-next` for a 3xx). |
 /// | `GET /download?size=N&id=ID` | N bytes of ``FixtureServer/expectedBytes(offset:count:)``, written only while the connection is writable (backpressure). |
 /// | `GET /events?count=N&id=ID` | Chunked `application/jsonl`, line i `{"n":i}` written once gate `ID-i` is open (``openGate(_:)``). |
 public final class OpenAPIFixtureServer: Sendable {
@@ -39,7 +39,8 @@ public final class OpenAPIFixtureServer: Sendable {
         public var closedEarly = false
     }
 
-    /// What the server has seen of an upload (`PUT /blobs/{name}`), by name.
+    /// What the server has seen of an upload (`PUT /blobs/{name}`), by name (the last request's,
+    /// but ``requests`` counts them all).
     public struct Upload: Sendable, Hashable {
         /// Body bytes received.
         public var bytes = 0
@@ -47,6 +48,19 @@ public final class OpenAPIFixtureServer: Sendable {
         public var pieces = 0
         /// Whether the body's end arrived.
         public var complete = false
+        /// The first body offset whose byte is not ``FixtureServer/expectedBytes(offset:count:)``'s,
+        /// or nil while every byte is.
+        public var mismatchAt: Int?
+        /// The request's `Content-Length`, if it had one.
+        public var contentLength: Int?
+        /// Whether the request came with `Transfer-Encoding: chunked`.
+        public var chunked = false
+        /// Whether the connection closed before the body's end arrived.
+        public var closedEarly = false
+        /// Requests for this name so far.
+        public var requests = 0
+        /// Whether the server stopped reading (`holdAfter=`) and waits for its gate.
+        public var held = false
     }
 
     /// Everything recorded, by ID (downloads, events) or name (uploads).

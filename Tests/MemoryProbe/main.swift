@@ -4,6 +4,8 @@
 //   MemoryProbe URL DESTINATION         download URL to a file
 //   MemoryProbe --upload URL FILE       PUT a segmented body: a few bytes, FILE, a few bytes
 //   MemoryProbe --stream URL            stream the response body, counting and dropping it
+//   MemoryProbe --stream-upload URL SIZE
+//                                       PUT SIZE bytes as a streamed body of unknown length
 //   MemoryProbe --stalled-resolve cancel|timeout ADDRESS URL
 //                                       a name whose resolver never answers (run in a mount
 //                                       namespace whose resolv.conf names ADDRESS, a loopback
@@ -94,6 +96,22 @@ do {
         var received = 0
         for try await chunk in response.body { received += chunk.count }
         print("status=\(response.status.code) received=\(received) peak=\(peakRSS())")
+    case (4, "--stream-upload"):
+        // A body of SIZE bytes of unknown length (chunked), 64 KiB chunks of one shared buffer
+        // made as the operation asks for them; the rate from the start to the response.
+        guard let url = URL(string: arguments[2]), let size = Int(arguments[3]) else { exit(2) }
+        let chunk = [UInt8](repeating: 0x5A, count: 64 << 10)
+        let chunks = AsyncStream<ArraySlice<UInt8>>(unfolding: { [left = Locked(size)] in
+            let count = left.withLock { left -> Int in
+                defer { left -= Swift.min(left, chunk.count) }
+                return Swift.min(left, chunk.count)
+            }
+            return count > 0 ? chunk.prefix(count) : nil
+        })
+        let start = ContinuousClock.now
+        let request = Request(url: url, method: .put, body: .stream(RequestBodyStream(length: nil, chunks)))
+        let response = try await RequestOperation(request: request).response()
+        print("status=\(response.status.code) sent=\(response.metrics.bytesSent) seconds=\(seconds(since: start)) peak=\(peakRSS())")
     case (5, "--stalled-resolve"):
         guard let url = URL(string: arguments[4]), let resolver = blackholeResolver(at: arguments[3]) else { exit(2) }
         try await stalledResolve(mode: arguments[2], resolver: resolver, nameserver: arguments[3], unrelated: url)
@@ -103,7 +121,7 @@ do {
         let response = try await RequestOperation(request: request).response()
         print("status=\(response.status.code) peak=\(peakRSS())")
     default:
-        FileHandle.standardError.write(Data("usage: MemoryProbe URL DESTINATION | --upload URL FILE | --stream URL | --stalled-resolve cancel|timeout ADDRESS URL\n".utf8))
+        FileHandle.standardError.write(Data("usage: MemoryProbe URL DESTINATION | --upload URL FILE | --stream URL | --stream-upload URL SIZE | --stalled-resolve cancel|timeout ADDRESS URL\n".utf8))
         exit(2)
     }
 } catch {

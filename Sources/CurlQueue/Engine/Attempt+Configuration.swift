@@ -195,11 +195,17 @@ extension Attempt {
         if let body {
             let source = try UploadSource(body)
             upload = source
-            let this = Unmanaged.passUnretained(self).toOpaque()
-            _ = ccurl_easy_setopt_data_callback(easy, CURLOPT_READFUNCTION, transferReadCallback)
-            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_READDATA, this)
-            _ = ccurl_easy_setopt_seek_callback(easy, transferSeekCallback)
-            _ = ccurl_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, this)
+            if let channel = source.stream {
+                try configureStreamedBody(easy, channel)  // Attempt+StreamedUpload.swift
+            } else {
+                let this = Unmanaged.passUnretained(self).toOpaque()
+                _ = ccurl_easy_setopt_data_callback(easy, CURLOPT_READFUNCTION, transferReadCallback)
+                _ = ccurl_easy_setopt_pointer(easy, CURLOPT_READDATA, this)
+                _ = ccurl_easy_setopt_seek_callback(easy, transferSeekCallback)
+                _ = ccurl_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, this)
+            }
+            // A size of -1 (a stream of unknown length) makes libcurl send the body chunked on
+            // HTTP/1.1.
             if method == .post {
                 // POST keeps curl's redirect rules (301/302/303 become GET).
                 if status == CURLE_OK { status = ccurl_easy_setopt_long(easy, CURLOPT_POST, 1) }

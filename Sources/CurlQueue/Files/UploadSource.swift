@@ -4,8 +4,8 @@ import Glibc
 #endif
 
 /// The body of a request as libcurl reads it: parts from memory and from files, sent in order,
-/// rewindable so that libcurl can send it again after a 307/308 redirect. Made for each attempt
-/// (files are opened again); confined to the engine thread.
+/// rewindable so that libcurl can send it again after a 307/308 redirect, or a streamed body's
+/// channel. Made for each attempt (files are opened again); confined to the engine thread.
 ///
 /// Files are read with `pread` at the offset the body position maps to, so nothing but the
 /// position has to be restored on a rewind, and memory use does not depend on their size.
@@ -31,8 +31,11 @@ final class UploadSource {
     private var position: Int64 = 0
     /// The part that holds `position` (or `parts.count` at the end).
     private var index = 0
-    /// The total size, announced as `Content-Length` before anything is sent.
+    /// The total size, announced as `Content-Length` before anything is sent; -1 for a stream
+    /// of unknown length (sent chunked).
     let count: Int64
+    /// A streamed body's channel, read instead of parts (`Attempt+StreamedUpload.swift`).
+    let stream: UploadChannel?
 
     init(_ body: Request.Body) throws(RequestError) {
         let segments: [Request.Body.Segment]
@@ -40,7 +43,12 @@ final class UploadSource {
         case .bytes(let data): segments = [.bytes(data)]
         case .file(let url): segments = [.file(url)]
         case .segments(let list): segments = list
+        case .stream(let body):
+            stream = body.channel
+            count = body.length ?? -1
+            return
         }
+        stream = nil
         var total: Int64 = 0
         for segment in segments {
             let part: Part

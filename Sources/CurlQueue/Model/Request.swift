@@ -28,6 +28,10 @@ public struct Request: Hashable, Sendable {
         /// attempt with ``RequestError/fileSystem(_:)``; what it grows by is not sent. The body
         /// is sent again whole after a 307/308 redirect and for each retry (files opened again).
         case segments([Segment])
+        /// Chunks produced while the body is sent (an async sequence), with or without a known
+        /// length: sent chunked when it is not known. Sent once: see ``RequestBodyStream`` for who
+        /// iterates it, the backpressure, and what retries, redirects and cancels do with it.
+        case stream(RequestBodyStream)
 
         /// One part of a ``Request/Body/segments(_:)`` body.
         public enum Segment: Hashable, Sendable {

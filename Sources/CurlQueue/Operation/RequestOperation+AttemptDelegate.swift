@@ -27,6 +27,12 @@ extension RequestOperation: AttemptDelegate {
             let streamBegun = state.bodyStream?.hasBegun ?? false
             let decision = RetryDecision(
                 autoRetry: state.autoRetry && !streamBegun, errorCodes: state.autoRetryErrorCodes, policy: state.retryPolicy)
+            // A streamed request body partly sent cannot be sent again: a retry due fails instead.
+            if decision.autoRetry, case .stream(let body)? = request.body,
+               decision.delay(after: outcome, attempt: attempt.number, now: Date(), random: 0) != nil,
+               let refusal = body.channel.retryRefusal(after: outcome, attempt: attempt.number) {
+                return state.machine.attemptFinished(.failure(refusal)) { _ in nil }
+            }
             let action = state.machine.attemptFinished(outcome, streamsBody: state.bodyStream != nil) { attempt in
                 // The clock and the random source (a getrandom call) only when a retry may follow.
                 guard decision.autoRetry else { return nil }

@@ -7,6 +7,8 @@
 //
 // json: N getItem calls (path, query and header parameters, a small JSON body), C tasks at once.
 // stream: one download of --size bytes, read chunk by chunk and dropped.
+// upload: one uploadBlob of --size bytes, a body of unknown length made of 64 KiB chunks as the
+// transport asks for them (one buffer, shared: no copy per chunk on this side).
 import AsyncHTTPClient
 import CurlQueue
 import CurlQueueOpenAPI
@@ -77,6 +79,25 @@ final class Counter: @unchecked Sendable {  // a lock guards `value`
     func next() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value - 1 }
 }
 
+/// `size` bytes in 64 KiB chunks of one shared buffer.
+struct UploadChunks: AsyncSequence, Sendable {
+    typealias Element = ArraySlice<UInt8>
+    static let chunk = ArraySlice([UInt8](repeating: 0x5A, count: 64 << 10))
+    let size: Int64
+
+    func makeAsyncIterator() -> Iterator { Iterator(left: size) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        var left: Int64
+        mutating func next() async -> ArraySlice<UInt8>? {
+            guard left > 0 else { return nil }
+            let count = Int(Swift.min(left, Int64(UploadChunks.chunk.count)))
+            left -= Int64(count)
+            return UploadChunks.chunk.prefix(count)
+        }
+    }
+}
+
 let cpuStart = cpuSeconds()
 let start = ContinuousClock.now
 var calls = 0
@@ -116,6 +137,17 @@ case "stream":
         errors = bytes == size ? 0 : 1
     } catch {
         fail("download: \(error)")
+    }
+case "upload":
+    do {
+        let response = try await client.uploadBlob(
+            path: .init(name: "bench"), body: .binary(HTTPBody(UploadChunks(size: size), length: .unknown, iterationBehavior: .single)))
+        guard case .ok(let ok) = response else { fail("upload: \(response)") }
+        bytes = try ok.body.json.bytes
+        calls = 1
+        errors = bytes == size ? 0 : 1
+    } catch {
+        fail("upload: \(error)")
     }
 default:
     fail("unknown --mode \(mode)")
