@@ -45,6 +45,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         // curlq only: the daemon's Prometheus text (`MetricsExposition`); the libraries do not link it.
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // The core's spans (docs/observability.md#tracing): Tracing in CurlQueue, InMemoryTracing
+        // in its tests only. A clean debug build of it alone: docs/performance.md.
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         // libcurl itself, found through pkg-config, plus a header of static inline shims for
@@ -71,6 +74,7 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
@@ -259,6 +263,8 @@ let package = Package(
                 "curlq",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),

@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         // Arguments, getrusage, VmHWM and the one JSON line every client prints.
@@ -29,6 +30,8 @@ let package = Package(
                 "BenchSupport", .product(name: "CurlQueue", package: rootName),
                 // CQ_BENCH_METRICS=1: a trivial backend, to measure the core's metrics with one.
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                // CQ_BENCH_TRACING=1: a tracer that exports nothing, to measure the core's spans with one.
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // URLSession from FoundationNetworking (itself on libcurl).

@@ -63,6 +63,9 @@ struct DaemonCommand: AsyncParsableCommand {
     /// aria2's JSON-RPC (docs/daemon.md).
     @OptionGroup(title: "JSON-RPC (aria2's)") var rpcOptions: RPCOptions
 
+    /// Prometheus' `/metrics` without the RPC (docs/daemon.md).
+    @OptionGroup(title: "Prometheus metrics") var metricsOptions: MetricsOptions
+
     /// TLS, headers, credentials, time and speed limits, as `curlq get`'s.
     @OptionGroup(title: "Transfer options") var transfer: TransferOptions
 
@@ -91,9 +94,9 @@ struct DaemonCommand: AsyncParsableCommand {
         let lines = DaemonLines(quiet: quiet, timestamps: !Terminal.isInteractive(STDOUT_FILENO))
         let (storeQueue, jobs, drainTimeout) = (storeOptions.queue, jobs, drainTimeout)
         let storeName = StoreURL(storeOptions.store).redact(storeOptions.store)
-        // The metrics of `GET /metrics`: the factory must be in place before the queue and the
-        // worker make their instruments.
-        let metrics = rpcOptions.enabled ? MetricsExposition() : nil
+        // The metrics of `GET /metrics` (the RPC's, `--metrics-listen`'s): the factory must be in
+        // place before the queue and the worker make their instruments.
+        let metrics = rpcOptions.enabled || metricsOptions.address != nil ? MetricsExposition() : nil
         metrics?.bootstrap()
         try await storeOptions.withStore { store in
             let queue = RequestQueue(maxConcurrentRequestCount: jobs, name: storeQueue)
@@ -132,6 +135,19 @@ struct DaemonCommand: AsyncParsableCommand {
                 }
                 if let rpc { lines.rpc(url: rpc.url, listensOnAll: rpcOptions.listenAll) }
             }
+            var metricsServer: RPCServer?
+            if let address = metricsOptions.address, let metrics {
+                do {
+                    metricsServer = try await MetricsListener.start(
+                        address, listensOnAll: metricsOptions.listenAll, metrics: metrics, store: store, queue: storeQueue)
+                } catch {
+                    throw UsageError("cannot listen for /metrics on \(metricsOptions.listen ?? ""): \(error)")
+                }
+                if let metricsServer {
+                    let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+                    lines.metrics(url: "http://\(host):\(metricsServer.port)/metrics", listensOnAll: metricsOptions.listenAll)
+                }
+            }
             let watcher = exitWhenDone ? Task { await Self.stopWhenDone(worker, store: store, queue: storeQueue) } : nil
             defer { watcher?.cancel() }
             do {
@@ -143,6 +159,7 @@ struct DaemonCommand: AsyncParsableCommand {
             }
             _ = sources
             await rpc?.stop()
+            await metricsServer?.stop()
             let left = worker.jobsLeftLeased
             if !left.isEmpty {
                 Output.error("curlq: the store could not be reached: job\(left.count == 1 ? "" : "s") \(left.map(String.init).joined(separator: ", ")) not recorded or given back; they stay leased and run again once the store rescues them\n")

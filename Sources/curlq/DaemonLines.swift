@@ -35,6 +35,11 @@ final class DaemonLines: Sendable {
             + ", WebSocket too")
     }
 
+    /// `--metrics-listen`'s address.
+    func metrics(url: String, listensOnAll: Bool) {
+        say("curlq daemon: Prometheus metrics at \(url)" + (listensOnAll ? " (a listener not only on loopback)" : ""))
+    }
+
     func stopping(signal: Int32, running: Int, drain: Double) {
         let name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)"
         say("curlq daemon: \(name): taking no new jobs; \(running) running get up to \(BatchRunner.seconds(drain)), then go back to the store with their .part files")

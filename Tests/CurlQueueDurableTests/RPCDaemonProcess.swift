@@ -9,7 +9,7 @@ import Glibc
 // from its start line, an event, not a guess), and a client that writes HTTP and WebSocket
 // bytes on a plain socket, so that each test says exactly what goes on the wire.
 
-/// A running `curlq daemon --enable-rpc --rpc-listen-port 0`.
+/// A running `curlq daemon --enable-rpc --rpc-listen-port 0`, or with `--metrics-listen` and no RPC.
 final class RPCDaemonProcess: @unchecked Sendable {  // safe: `process`, `port` and `box` are set in init and never changed; the box's fields are guarded by `lock`
     let process: Process
     let port: Int
@@ -21,13 +21,23 @@ final class RPCDaemonProcess: @unchecked Sendable {  // safe: `process`, `port` 
         var closed = false
     }
 
-    /// Starts the daemon on `store` into `folder` with `arguments` added, and waits for its
-    /// RPC line (at most 60 s).
-    init(store: String, folder: URL, arguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// The listener whose port ``port`` is: the RPC's, or `--metrics-listen`'s (127.0.0.1:0
+    /// unless `arguments` name one) without the RPC.
+    enum Listener {
+        case rpc
+        case metrics
+    }
+
+    /// Starts the daemon on `store` into `folder` with `arguments` added, and waits for the
+    /// start line of its `listener` (at most 60 s).
+    init(store: String, folder: URL, listener: Listener = .rpc, arguments: [String] = [], environment: [String: String] = [:]) throws {
         process = Process()
         process.executableURL = builtProduct("curlq")
-        process.arguments = ["daemon", "--store", store, "-d", folder.path, "--enable-rpc", "--rpc-listen-port", "0",
-                             "--drain-timeout", "0"] + arguments
+        let listening = switch listener {
+        case .rpc: ["--enable-rpc", "--rpc-listen-port", "0"]
+        case .metrics: arguments.contains("--metrics-listen") ? [] : ["--metrics-listen", "127.0.0.1:0"]
+        }
+        process.arguments = ["daemon", "--store", store, "-d", folder.path] + listening + ["--drain-timeout", "0"] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let pipe = Pipe()
         process.standardOutput = pipe
@@ -47,8 +57,8 @@ final class RPCDaemonProcess: @unchecked Sendable {  // safe: `process`, `port` 
         }.start()
         let deadline = Date().addingTimeInterval(60)
         lock.lock()
-        var port = Self.port(in: box.text)
-        while port == nil, !box.closed, lock.wait(until: deadline) { port = Self.port(in: box.text) }
+        var port = Self.port(in: box.text, listener)
+        while port == nil, !box.closed, lock.wait(until: deadline) { port = Self.port(in: box.text, listener) }
         let output = box.text
         lock.unlock()
         guard let port else {
@@ -60,7 +70,7 @@ final class RPCDaemonProcess: @unchecked Sendable {  // safe: `process`, `port` 
 
     struct DaemonDidNotStart: Error, CustomStringConvertible {
         var output: String
-        var description: String { "the daemon printed no RPC line: \(output)" }
+        var description: String { "the daemon printed no listener's line: \(output)" }
     }
 
     /// A test that ended early (a failed `#require`) leaves no daemon behind.
@@ -71,9 +81,18 @@ final class RPCDaemonProcess: @unchecked Sendable {  // safe: `process`, `port` 
         }
     }
 
-    static func port(in text: String) -> Int? {
-        guard let range = text.range(of: "aria2 JSON-RPC at http://127.0.0.1:") else { return nil }
-        return Int(text[range.upperBound...].prefix { $0.isNumber })
+    static func port(in text: String, _ listener: Listener = .rpc) -> Int? {
+        switch listener {
+        case .rpc:
+            guard let range = text.range(of: "aria2 JSON-RPC at http://127.0.0.1:") else { return nil }
+            return Int(text[range.upperBound...].prefix { $0.isNumber })
+        case .metrics:
+            // `Prometheus metrics at http://HOST:PORT/metrics`
+            guard let start = text.range(of: "Prometheus metrics at http://"),
+                  let end = text[start.upperBound...].range(of: "/metrics"),
+                  let colon = text[start.upperBound..<end.lowerBound].lastIndex(of: ":") else { return nil }
+            return Int(text[text.index(after: colon)..<end.lowerBound])
+        }
     }
 
     /// Everything the daemon printed so far.

@@ -196,7 +196,8 @@ import Testing
     /// A pending operation stays small (a queue may hold 100,000): moving the outcome and the
     /// progress filter into the machine did not grow it (250 bytes before, with the outcome
     /// boxed beside the machine; 248 after; 256 with `lastRetried`; 240 with the one-byte
-    /// fields packed after the machine; 248 with the queue's metrics instruments). A new field fits
+    /// fields packed after the machine; 248 with the queue's metrics instruments, and with its spans
+    /// beside them in one word, `Observers`: 256 as a field of its own). A new field fits
     /// in the bound or is boxed.
     @Test func anOperationsStateDoesNotGrow() {
         #expect(MemoryLayout<RequestOperation.State>.size <= 248, "\(MemoryLayout<RequestOperation.State>.size) bytes")

@@ -19,6 +19,7 @@ import Dispatch
 import Foundation
 
 bootstrapBenchMetricsIfAsked()
+bootstrapBenchTracingIfAsked()
 let workload = Workload()
 let measurement = Measurement.start()
 let errorsShown = Counter()

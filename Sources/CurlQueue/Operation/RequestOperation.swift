@@ -1,6 +1,7 @@
 public import Dispatch
 public import Foundation
 import Logging
+import Tracing
 
 /// One HTTP transfer: the request, its callbacks, and its retries.
 ///
@@ -80,8 +81,43 @@ public final class RequestOperation: Sendable {
         var bodyStream: BodyStream?
         /// Why the last retried attempt failed (``lastRetriedAttempt``); boxed, as `retryPolicy`.
         var lastRetried: SharedValue<RetriedAttempt>?
+        /// What its queue observes it with, set when it joins the queue: one word for both.
+        var observers = Observers.none
         /// Its queue's metrics, when the queue records any: where retries are counted.
-        var metrics: QueueMetrics.Instruments?
+        var metrics: QueueMetrics.Instruments? { observers.metrics }
+        /// Its spans, when its queue traces (docs/observability.md#tracing).
+        var trace: OperationTrace? { observers.trace }
+    }
+
+    /// An operation's queue's metrics instruments and its spans, in one word of ``State`` (a
+    /// pending operation is small): a trace carries the instruments when there are both.
+    enum Observers: Sendable {
+        case none
+        case metrics(QueueMetrics.Instruments)
+        case traced(OperationTrace)
+
+        init(metrics: QueueMetrics.Instruments?, trace: OperationTrace?) {
+            if let trace {
+                self = .traced(trace)
+            } else if let metrics {
+                self = .metrics(metrics)
+            } else {
+                self = .none
+            }
+        }
+
+        var metrics: QueueMetrics.Instruments? {
+            switch self {
+            case .none: nil
+            case .metrics(let metrics): metrics
+            case .traced(let trace): trace.metrics
+            }
+        }
+
+        var trace: OperationTrace? {
+            if case .traced(let trace) = self { return trace }
+            return nil
+        }
     }
 
     /// Creates an operation for `request`. Nothing happens until it is started or queued.
@@ -287,6 +323,11 @@ public final class RequestOperation: Sendable {
                let retried {
                 metrics.retried(retried.cause)
             }
+            if let (trace, retried, queue) = state.withLock({ state in state.trace.map { ($0, state.lastRetried?.value, state.callbackQueue) } }),
+               let retried, let span = trace.takeAttemptSpan() {
+                let now = DefaultTracerClock.now
+                queue.async { OperationTrace.endRetried(span, cause: retried.cause, at: now) }
+            }
             Self.retryTimers.asyncAfter(deadline: .now() + delay.seconds) { [self] in
                 retryTimerFired(attempt: attempt)
             }
@@ -296,15 +337,35 @@ public final class RequestOperation: Sendable {
     }
 
     private func retryTimerFired(attempt: Int) {
-        let action = state.withLock { state in
-            guard state.machine.pendingRetryAttempt == attempt + 1 else { return StateMachine<Attempt>.Action.none }
+        let (action, trace) = state.withLock { state -> (StateMachine<Attempt>.Action, OperationTrace?) in
+            guard state.machine.pendingRetryAttempt == attempt + 1 else { return (.none, nil) }
             let next = makeAttempt(number: attempt + 1, &state)
-            return state.machine.retryTimerFired(attempt: attempt, handle: next)
+            return (state.machine.retryTimerFired(attempt: attempt, handle: next), state.trace)
         }
-        if case .startAttempt = action {
+        if case .startAttempt(let next) = action {
             logger.debug("retrying", metadata: ["url": "\(SecretRedactor.standard.redact(request.url))", "attempt": "\(attempt + 1)"])
+            if let trace {
+                submit(next, tracedBy: trace, onCallersThread: false)  // not on the retry timers' queue
+                return
+            }
         }
         perform(action)
+    }
+
+    /// Submits a traced attempt once its span started and its context is in its header fields.
+    /// The span starts here when the caller's thread may run user code (the thread that added
+    /// or started the operation), else on ``OperationTrace/queue``: never on the engine thread.
+    /// A cancel meanwhile is not lost: the engine drops an attempt cancelled before it came.
+    func submit(_ attempt: Attempt, tracedBy trace: OperationTrace, onCallersThread: Bool) {
+        if onCallersThread, !engine.isOnEngineThread {
+            trace.startAttempt(attempt)
+            engine.submit(attempt)
+        } else {
+            OperationTrace.queue.async { [engine] in
+                trace.startAttempt(attempt)
+                engine.submit(attempt)
+            }
+        }
     }
 
     /// Runs once per operation: internal hooks first (a queue frees the slot), then the
@@ -346,9 +407,14 @@ public final class RequestOperation: Sendable {
                     upload: state.uploadProgressHandler, lastDownload: state.machine.lastDownload, lastUpload: state.machine.lastUpload,
                     streaming: streaming),
                 waiters: state.waiters, finishHook: state.finishHook, moreFinishHooks: state.moreFinishHooks,
-                queue: state.callbackQueue, observer: state.observer)
+                queue: state.callbackQueue, observer: state.observer, trace: state.trace)
         }
         let result = recipients.result
+        if let trace = recipients.trace {
+            // Ended where the handlers go, at the instant the outcome was decided.
+            let span = trace.takeAttemptSpan(), now = DefaultTracerClock.now
+            recipients.queue.async { trace.end(result, attemptSpan: span, at: now) }
+        }
         recipients.finishHook?(self)
         for hook in recipients.moreFinishHooks { hook(self) }
         recipients.observer?(.finished(result))
@@ -388,6 +454,7 @@ public final class RequestOperation: Sendable {
         let moreFinishHooks: [@Sendable (RequestOperation) -> Void]
         let queue: DispatchQueue
         let observer: (@Sendable (Observation) -> Void)?
+        let trace: OperationTrace?
     }
 
     /// The handlers of a finished operation, taken out of its state to be called once.
@@ -473,13 +540,18 @@ public final class RequestOperation: Sendable {
     /// Starts the first attempt when a queue gives the operation its turn. Returns false when
     /// the operation was cancelled while it waited.
     func startFromQueue() -> Bool {
-        let (action, observer) = state.withLock { state -> (StateMachine<Attempt>.Action, (@Sendable (Observation) -> Void)?) in
+        let (action, observer, trace) = state.withLock {
+            state -> (StateMachine<Attempt>.Action, (@Sendable (Observation) -> Void)?, OperationTrace?) in
             let next = makeAttempt(number: 1, &state)
-            return ((try? state.machine.start(handle: next, fromQueue: true)) ?? .none, state.observer)
+            return ((try? state.machine.start(handle: next, fromQueue: true)) ?? .none, state.observer, state.trace)
         }
-        guard case .startAttempt = action else { return false }
+        guard case .startAttempt(let attempt) = action else { return false }
         observer?(.started)  // before the engine has the transfer: no progress can come first
-        perform(action)
+        if let trace {
+            submit(attempt, tracedBy: trace, onCallersThread: true)
+        } else {
+            perform(action)
+        }
         return true
     }
 

@@ -1,4 +1,5 @@
 package import Foundation
+public import Tracing
 
 /// Runs ``RequestOperation``s with a limit on how many run at once, in first-in-first-out or
 /// last-in-first-out order within three priorities, with suspension and duplicate cancellation.
@@ -135,6 +136,10 @@ public final class RequestQueue: Sendable {
     /// the queue was made, and then recording costs one nil check per event.
     let metrics: QueueMetrics?
 
+    /// The tracer its operations' spans go to; nil when it is the no-op tracer, and then an
+    /// operation does no span work (docs/observability.md#tracing).
+    let tracing: QueueTracing?
+
     /// Creates a queue.
     ///
     /// Its metrics go to the swift-metrics factory in effect now (`MetricsSystem.factory`: the
@@ -148,12 +153,17 @@ public final class RequestQueue: Sendable {
     ///   - labelsMetricsByHost: When true, the metrics carry a `host` label too (the request
     ///     URL's host, lowercased): one label set per host the queue ever sees, so only for a
     ///     queue that talks to a known, small set of hosts.
+    ///   - tracer: Where the spans of its operations go (one per operation and one per
+    ///     attempt, docs/observability.md); nil, the default, means the tracer bootstrapped
+    ///     now (`InstrumentationSystem.tracer`). With the no-op tracer (nothing bootstrapped,
+    ///     or `NoOpTracer()` given) the queue makes no spans and injects no `traceparent`.
     public init(
         maxConcurrentRequestCount: Int = 2, queueMode: Mode = .firstInFirstOut, name: String = "default",
-        labelsMetricsByHost: Bool = false
+        labelsMetricsByHost: Bool = false, tracer: (any Tracer)? = nil
     ) {
         self.name = name
         metrics = QueueMetrics.make(queue: name, labelsByHost: labelsMetricsByHost)
+        tracing = QueueTracing.make(tracer)
         var state = State()
         state.scheduler.maxConcurrent = max(0, maxConcurrentRequestCount)
         state.scheduler.lifo = queueMode == .lastInFirstOut
@@ -219,13 +229,17 @@ public final class RequestQueue: Sendable {
     public func add(_ operation: RequestOperation) throws(RequestOperationError) {
         let priority: Int
         let instruments = metrics?.instruments(for: operation.request)
+        // Its span starts here, on the caller's thread; set in the lock that enqueues it, so
+        // that no outcome can be decided before it has it.
+        let trace = tracing?.startOperation(operation.request, metrics: instruments)
         do {
             priority = try operation.state.withLock { state throws(RequestOperation.StateMachine<Attempt>.StartError) in
                 try state.machine.enqueue()
-                state.metrics = instruments
+                state.observers = RequestOperation.Observers(metrics: instruments, trace: trace)
                 return state.priority.rawValue
             }
         } catch {
+            trace?.span.end()
             throw .alreadyStarted
         }
         // Before the queue can start or finish it: every later event's decrement comes after.

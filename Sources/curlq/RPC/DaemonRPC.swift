@@ -28,12 +28,7 @@ struct DaemonRPC: Sendable {
         let page = StaticFiles.besideExecutable()
         routes.add(.GET, "/") { page.respond(to: $0) }
         routes.add(.GET, "/*") { page.respond(to: $0) }
-        if let metrics {
-            routes.add(.GET, "/metrics") { _ in
-                let text = await metrics.text(store: store, queue: queue)
-                return RPCHTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(text.utf8))
-            }
-        }
+        if let metrics { routes.addMetrics(metrics, store: store, queue: queue) }
         let access = RPCAccess(listensOnAll: options.listenAll, allowsAnyOrigin: options.allowOriginAll)
         let host = options.listenAll ? "0.0.0.0" : "127.0.0.1"
         let clients = WebSocketClients()

@@ -38,7 +38,8 @@ final class RPCServer: Sendable {
                 let upgrader = NIOWebSocketServerUpgrader(
                     maxFrameSize: limits.maxBody,
                     shouldUpgrade: { channel, head in
-                        let allowed = head.uri.split(separator: "?", maxSplits: 1).first == "/jsonrpc"
+                        // Only where a route answers /jsonrpc: not on `--metrics-listen`'s server.
+                        let allowed = head.uri.split(separator: "?", maxSplits: 1).first == "/jsonrpc" && routes.knows("/jsonrpc")
                             && access.refusal(head.headers) == nil
                         return channel.eventLoop.makeSucceededFuture(allowed ? HTTPHeaders() : nil)
                     },
