@@ -53,9 +53,19 @@ if arguments[1] == "disk" {
                 answer("ok")
                 continue
             case "close":
-                opened = nil  // closes its connection and its workers' lock files
+                // Dropping the last reference closes its connection and its workers' lock files,
+                // but the store's queue may still hold it for a moment (the block that answered
+                // the last call): "ok" only once it is gone, so no file stays open behind it (a
+                // remount read-only of a file system with one open for writing fails, EBUSY).
+                weak let closing = opened
+                opened = nil
                 leases = []
-                answer("ok")
+                var waits = 0
+                while closing != nil, waits < 3000 {
+                    usleep(10_000)  // polls an event that signals nothing: the queue's last release
+                    waits += 1
+                }
+                answer(closing == nil ? "ok" : "error the store was not released within 30 s")
                 continue
             case "quit":
                 exit(0)
