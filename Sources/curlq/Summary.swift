@@ -21,12 +21,12 @@ enum Summary {
         let failures = report.results.filter { $0.outcome == .failed }
         if !failures.isEmpty {
             text += Terminal.paint("Failed:", .red, enabled: colours) + "\n"
-            for result in failures { text += "  " + failureLine(result) + "\n" }
+            for result in failures { text += "  " + failureLine(result, in: report.directory) + "\n" }
         }
         let hooksFailed = report.results.filter { $0.hook?.succeeded == false }
         if !hooksFailed.isEmpty {
             text += Terminal.paint("--on-download-complete failed:", .red, enabled: colours) + "\n"
-            for result in hooksFailed { text += "  " + hookLine(result) + "\n" }
+            for result in hooksFailed { text += "  " + hookLine(result, in: report.directory) + "\n" }
         }
         let unfinished = report.results.filter { $0.outcome == .interrupted }
         if !unfinished.isEmpty {
@@ -53,17 +53,24 @@ enum Summary {
 
     /// `--quiet`: only what went wrong, one line per file.
     static func quietText(_ report: BatchReport) -> String {
-        report.results.filter { $0.outcome == .failed }.map { "curlq: failed: " + failureLine($0) + "\n" }.joined()
-            + report.results.filter { $0.hook?.succeeded == false }.map { "curlq: --on-download-complete: " + hookLine($0) + "\n" }.joined()
+        report.results.filter { $0.outcome == .failed }.map { "curlq: failed: " + failureLine($0, in: report.directory) + "\n" }.joined()
+            + report.results.filter { $0.hook?.succeeded == false }.map { "curlq: --on-download-complete: " + hookLine($0, in: report.directory) + "\n" }.joined()
     }
 
-    static func hookLine(_ result: FileResult) -> String {
-        Format.safe("\((result.path as NSString).lastPathComponent): \(result.hook?.words ?? "")")
+    static func hookLine(_ result: FileResult, in folder: URL) -> String {
+        Format.safe("\(name(result, in: folder)): \(result.hook?.words ?? "")")
     }
 
-    static func failureLine(_ result: FileResult) -> String {
-        let name = (result.path as NSString).lastPathComponent
-        return Format.safe("\(name): \(result.error ?? "failed") (\(Format.url(result.url)))")
+    static func failureLine(_ result: FileResult, in folder: URL) -> String {
+        Format.safe("\(name(result, in: folder)): \(result.error ?? "failed") (\(Format.url(result.url)))")
+    }
+
+    /// The file's path inside the output folder (`isos/a.iso` for a `dir=` file), as the
+    /// progress lines name it.
+    static func name(_ result: FileResult, in folder: URL) -> String {
+        var prefix = folder.path
+        if !prefix.hasSuffix("/") { prefix += "/" }
+        return result.path.hasPrefix(prefix) ? String(result.path.dropFirst(prefix.count)) : (result.path as NSString).lastPathComponent
     }
 
     private static func capitalized(_ text: String) -> String {

@@ -107,6 +107,8 @@ import Testing
                     #expect(files(in: outside).isEmpty, "nothing written through a link")
                     #expect(contents(out.appendingPathComponent("real/40")) == FixtureServer.expectedBytes(count: 40))
                     #expect(server.requests.count == 1, "only the file that could be written was asked for")
+                    let quiet = try await curlq(["get", "-q", "-d", out.path, "-i", "-"], input: input)
+                    #expect(quiet.stderr.contains("curlq: failed: ln/10: "), "the summary names the file by its path in the folder: \(quiet)")
                 }
             }
         }
