@@ -1,4 +1,5 @@
 internal import CLibPQ
+internal import CurlQueueDurable
 #if canImport(Glibc)
 internal import Glibc
 #endif
@@ -44,7 +45,7 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
 final class PGConnection {
     private let handle: OpaquePointer
     /// The result columns of each statement, by its text (names read once per connection).
-    private var resultColumns: [String: PGColumns] = [:]
+    private var resultColumns: [String: ResultColumns] = [:]
 
     /// Connects; `conninfo` is a URL (`postgres://user@host:port/db`) or key=value pairs.
     init(conninfo: String, connectTimeout: Int = 5) throws(PostgresStoreError) {
@@ -175,9 +176,9 @@ final class PGConnection {
     }
 
     /// The result's columns by name (`PQfname`), read once per statement text.
-    private func columns(of result: OpaquePointer, count: Int, sql: String) -> PGColumns {
+    private func columns(of result: OpaquePointer, count: Int, sql: String) -> ResultColumns {
         if let known = resultColumns[sql], known.names.count == count { return known }
-        let columns = PGColumns(sql: sql, names: (0..<count).map { column in
+        let columns = ResultColumns(sql: sql, names: (0..<count).map { column in
             PQfname(result, Int32(column)).map { String(cString: $0) } ?? ""
         })
         resultColumns[sql] = columns

@@ -1,21 +1,5 @@
 internal import Foundation
-
-/// The columns of one statement's result, by name (`PQfname`); shared by its rows.
-final class PGColumns: Sendable {
-    /// The statement, for errors.
-    let sql: String
-    let names: [String]
-    private let index: [String: Int]
-
-    init(sql: String, names: [String]) {
-        self.sql = sql
-        self.names = names
-        // The first of two equal names wins, as `PQfnumber` does.
-        self.index = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-    }
-
-    func position(of name: String) -> Int? { index[name] }
-}
+internal import CurlQueueDurable
 
 /// A column's value (PostgreSQL's text form) as a Swift type: `nil` when it is not one. NULL
 /// is a value only of `Optional`.
@@ -78,7 +62,7 @@ extension Optional: PGColumnValue where Wrapped: PGColumnValue {
 struct PGRow: Sendable {
     /// Each column's text; `nil` is SQL NULL.
     let values: [String?]
-    let columns: PGColumns
+    let columns: ResultColumns
 
     /// The column `name` as `T` (an `Optional` reads NULL as `nil`).
     func decode<T: PGColumnValue>(_ name: String, as type: T.Type = T.self) throws(PostgresStoreError) -> T {

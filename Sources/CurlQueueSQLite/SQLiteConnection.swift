@@ -1,4 +1,5 @@
 import CSQLite
+import CurlQueueDurable
 import Foundation
 
 /// An SQLite error: the result code, SQLite's message and the statement that failed.
@@ -31,7 +32,7 @@ final class SQLiteConnection {
     private var handle: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
     /// The result columns of each prepared statement, by its text (names read once).
-    private var resultColumns: [String: SQLiteColumns] = [:]
+    private var resultColumns: [String: ResultColumns] = [:]
 
     /// Opens (creating if needed) the database at `path`. The file is created 0600 before SQLite
     /// opens it; SQLite gives its `-wal` and `-shm` files the database file's permissions.
@@ -110,7 +111,7 @@ final class SQLiteConnection {
             guard code == SQLITE_OK else { throw Self.error(code, handle, sql: sql) }
         }
         var rows: [SQLiteRow] = []
-        var columns: SQLiteColumns?
+        var columns: ResultColumns?
         while true {
             let code = sqlite3_step(statement)
             if code == SQLITE_DONE { break }
@@ -146,13 +147,13 @@ final class SQLiteConnection {
     }
 
     /// The statement's result columns by name (`sqlite3_column_name`), read once per statement.
-    private func columns(of statement: OpaquePointer, sql: String) -> SQLiteColumns {
+    private func columns(of statement: OpaquePointer, sql: String) -> ResultColumns {
         let count = Int(sqlite3_column_count(statement))
         if let known = resultColumns[sql], known.names.count == count { return known }
         let names = (0..<count).map { column in
             sqlite3_column_name(statement, Int32(column)).map { String(cString: $0) } ?? ""
         }
-        let columns = SQLiteColumns(sql: sql, names: names)
+        let columns = ResultColumns(sql: sql, names: names)
         resultColumns[sql] = columns
         return columns
     }

@@ -1,4 +1,5 @@
 import CSQLite
+import CurlQueueDurable
 import Foundation
 
 /// A value bound to or read from SQLite. Text is UTF-8 with its length, so a NUL character
@@ -20,23 +21,6 @@ enum SQLiteValue: Sendable, Hashable {
         case .blob: "a blob"
         }
     }
-}
-
-/// The columns of one statement's result, by name; shared by its rows.
-final class SQLiteColumns: Sendable {
-    /// The statement, for errors.
-    let sql: String
-    let names: [String]
-    private let index: [String: Int]
-
-    init(sql: String, names: [String]) {
-        self.sql = sql
-        self.names = names
-        // The first of two equal names wins, as SQLite's own lookups by name do.
-        self.index = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-    }
-
-    func position(of name: String) -> Int? { index[name] }
 }
 
 /// A column's value as a Swift type: `nil` when the value is of another type. NULL is a value
@@ -101,7 +85,7 @@ extension Optional: SQLiteColumnValue where Wrapped: SQLiteColumnValue {
 /// that is missing or of another type is an ``SQLiteError`` naming it and the statement.
 struct SQLiteRow: Sendable {
     let values: [SQLiteValue]
-    let columns: SQLiteColumns
+    let columns: ResultColumns
 
     /// The column `name` as `T` (an `Optional` reads NULL as `nil`).
     func decode<T: SQLiteColumnValue>(_ name: String, as type: T.Type = T.self) throws(SQLiteError) -> T {
