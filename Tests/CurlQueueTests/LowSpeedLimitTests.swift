@@ -53,6 +53,10 @@ import Testing
             // held a 4,000 bytes/s limit over 3 s under for the whole 3 s.
             var request = request(server.url("/bytes/240000?chunk=4000&drip=100"))
             request.timeouts.lowSpeed = .init(bytesPerSecond: 1_000, duration: .seconds(5))
+            // The backstop only catches a hang: a clean-clone run of the parallel suite under a
+            // helper's build once stretched these 6 s of drip to over 30 s (236,000 bytes, about
+            // 8,000 bytes/s, still above the lowest speed) and failed at the 30 s backstop.
+            request.timeouts.total = .seconds(120)
             let (result, elapsed) = await run(request)
             print("trickle above the lowest speed: done after \(elapsed)")
             let response = try result.get()
