@@ -257,8 +257,9 @@ package enum InputFile {
     }
 
     /// A `dir=` value: a folder inside the output folder, its components joined by `/` (nil for
-    /// `.`, the output folder). Never absolute, never `..`, no control character, no component
-    /// that starts with `.` or `-`: a file name made safe could not hold it either.
+    /// `.`, the output folder). Never absolute, never `..`, and each component a name that
+    /// ``SafeFileName`` leaves as it is (no leading `.` or `-`, no run of dots, no `\` or
+    /// control character): the one check of a `dir=` for get, enqueue and the daemon.
     package static func folder(_ value: String) throws(InputProblem) -> String? {
         guard !value.isEmpty else { throw InputProblem("dir= needs a folder, as sub/folder") }
         guard !value.hasPrefix("/") && !value.hasPrefix("~") else {
@@ -269,9 +270,8 @@ package enum InputFile {
             if part == ".." {
                 throw InputProblem("dir= may not leave the output folder (..): \(quoted(value))")
             }
-            if part.hasPrefix(".") || part.hasPrefix("-") || part.utf8.count > 200 || part.contains("\\")
-                || part.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80...0x9F).contains($0.value) }) {
-                throw InputProblem("dir=: \(quoted(part)) is not a folder name curlq writes (no leading . or -, no \\ or control character, at most 200 bytes)")
+            guard SafeFileName.sanitizedName(String(part)) == String(part) else {
+                throw InputProblem("dir=: \(quoted(part)) is not a folder name curlq writes (no leading . or -, no run of dots, no \\ or control character)")
             }
         }
         guard parts.count <= 32 else { throw InputProblem("dir= is more than 32 folders deep: \(quoted(value))") }

@@ -160,15 +160,12 @@ enum BatchPlanner {
         return jobs
     }
 
-    /// Why the folders of a `dir=` path cannot take the file, or nil: a name a file name made
-    /// safe could not hold, or something on the way that is not a folder (a symbolic link is
-    /// never gone through). Missing folders are made when the file starts.
+    /// Why the folders of a `dir=` path (checked by ``InputFile/folder(_:)``) cannot take the
+    /// file, or nil: something on the way that is not a folder (a symbolic link is never gone
+    /// through). Missing folders are made when the file starts.
     static func subfolderProblem(_ name: String, paths: JobPaths) -> String? {
         var path = paths.folder
         for part in name.split(separator: "/").dropLast() {
-            guard SafeFileName.sanitizedName(String(part)) == String(part) else {
-                return "dir=: \(quoted(part)) is not a safe folder name"
-            }
             path += "/" + part
             switch FileKind.of(path) {
             case .missing, .directory: continue

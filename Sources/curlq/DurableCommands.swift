@@ -199,9 +199,6 @@ struct EnqueueCommand: AsyncParsableCommand {
         guard !entries.isEmpty else { throw UsageError("no URL to enqueue") }
         let global = headers.compactMap { try? HeaderField.parse($0).get() }
         for entry in entries {
-            if let bad = entry.dir?.split(separator: "/").first(where: { SafeFileName.sanitizedName(String($0)) != String($0) }) {
-                throw UsageError("\(entry.origin): dir=: \(quoted(bad)) is not a safe folder name (nothing was enqueued)")
-            }
             let fields = HeaderField.merge(global: global, own: entry.headers)
             for url in entry.urls {
                 if let problem = StoredSecrets.problem(url: url, fields: fields, allowSecretQuery: allowSecretQuery) {
